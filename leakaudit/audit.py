@@ -1,0 +1,269 @@
+"""One-call audits: splits given as folders or path lists in, a :class:`LeakageReport` out.
+
+This is the entry point the adapters and the command line call: hash every
+image once (both hashes in one decode), group near-duplicates exactly, audit
+the groups against the splits.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from leakaudit._validation import check_choice, check_int, describe
+from leakaudit.frames import frame_from_hash_table, group_labels_for_frame, hash_values_from_frame
+from leakaudit.hashing import hash_sources
+from leakaudit.loading import DecodeOptions
+from leakaudit.report import LeakageReport, dhash_audit
+
+__all__ = [
+    "AUDIT_METHODS",
+    "DEFAULT_METHOD",
+    "DEFAULT_THRESHOLDS",
+    "IMAGE_EXTENSIONS",
+    "audit_sources",
+    "audit_splits",
+    "list_image_files",
+]
+
+#: Hash methods the one-call audit accepts. "phash+dhash" links a pair only
+#: when both hashes are within the threshold.
+AUDIT_METHODS: tuple[str, ...] = ("phash", "dhash", "phash+dhash")
+#: Chosen on real photos: see benchmarks/RESULTS.md ("Detection quality").
+DEFAULT_METHOD = "phash"
+DEFAULT_THRESHOLDS: dict[str, int] = {"phash": 6, "dhash": 5, "phash+dhash": 8}
+
+IMAGE_EXTENSIONS: frozenset[str] = frozenset(
+    {
+        ".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".bmp", ".dib", ".webp",
+        ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm", ".ico", ".tga",
+    }
+)  # fmt: skip
+
+
+class FolderScanWarning(UserWarning):
+    """Something under a scanned folder could not be listed."""
+
+
+def list_image_files(folder: str | os.PathLike[str], *, recursive: bool = True) -> list[Path]:
+    """Return the image files under ``folder``, sorted.
+
+    Files are recognised by extension (case-insensitive, see
+    :data:`IMAGE_EXTENSIONS`); hidden files and folders are skipped. Symbolic
+    links to folders are not followed (a link loop cannot hang the scan).
+    Sub-folders that cannot be listed are named in one
+    :class:`FolderScanWarning`.
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError
+        If ``folder`` does not exist or is not a folder.
+    """
+    root = Path(folder)
+    if not root.exists():
+        raise FileNotFoundError(f"folder not found: {root}")
+    if not root.is_dir():
+        raise NotADirectoryError(f"not a folder: {root}")
+    problems: list[str] = []
+    found: list[Path] = []
+    walker = os.walk(root, onerror=lambda err: problems.append(f"{err.filename}: {err.strerror}"))
+    for directory, subdirs, files in walker:
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        if not recursive:
+            subdirs[:] = []
+        for name in files:
+            if not name.startswith(".") and os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS:
+                found.append(Path(directory) / name)
+    if problems:
+        warnings.warn(
+            f"{len(problems)} folder(s) under {root} could not be listed: "
+            + "; ".join(problems[:10])
+            + (f"; and {len(problems) - 10} more" if len(problems) > 10 else ""),
+            FolderScanWarning,
+            stacklevel=2,
+        )
+    return sorted(found)
+
+
+def _paths_of(name: str, spec: Any, recursive: bool) -> list[str]:
+    if isinstance(spec, (str, os.PathLike)):
+        return [os.fspath(p) for p in list_image_files(spec, recursive=recursive)]
+    if isinstance(spec, Sequence) and not isinstance(spec, (bytes, bytearray)):
+        return [os.fspath(p) if isinstance(p, (str, os.PathLike)) else p for p in spec]
+    raise TypeError(
+        f"splits[{name!r}] must be a folder or a list of image paths; got {describe(spec)}."
+    )
+
+
+def resolve_threshold(method: str, threshold: int | None) -> int:
+    """Return the threshold to use for ``method`` (its default when None)."""
+    check_choice("method", method, AUDIT_METHODS)
+    if threshold is None:
+        return DEFAULT_THRESHOLDS[method]
+    return check_int("threshold", threshold, 0, 64)
+
+
+def audit_sources(
+    sources: Sequence[Any],
+    split: Sequence[str | None],
+    *,
+    names: Sequence[str] | None = None,
+    method: str = DEFAULT_METHOD,
+    threshold: int | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    on_error: str = "warn",
+    decode: DecodeOptions | None = None,
+    extra_parameters: Mapping[str, Any] | None = None,
+) -> LeakageReport:
+    """Hash, group and audit images given as paths, bytes or PIL images.
+
+    This is the building block of :func:`audit_splits` and of the adapters.
+
+    Parameters
+    ----------
+    sources : sequence of path-like, bytes or PIL images
+        The images.
+    split : sequence of str or None
+        The split of each image (same length as ``sources``).
+    names : sequence of str, optional
+        What to call each image in the table's ``path`` column (defaults to
+        the path, or a description for in-memory images).
+    method, threshold, workers, progress, on_error, decode
+        As in :func:`audit_splits`.
+    extra_parameters : mapping, optional
+        Recorded in the report's ``parameters``.
+
+    Returns
+    -------
+    LeakageReport
+        With ``table`` holding one row per image and its ``group_id``.
+    """
+    threshold = resolve_threshold(method, threshold)
+    items = list(sources)
+    labels = list(split)
+    if len(labels) != len(items):
+        raise ValueError(
+            f"split must have one label per source (length {len(items)}); got length {len(labels)}."
+        )
+    if names is not None and len(names) != len(items):
+        raise ValueError(
+            f"names must have one entry per source (length {len(items)}); got length {len(names)}."
+        )
+    options = decode if decode is not None else DecodeOptions()
+    table = hash_sources(
+        items, options=options, workers=workers, progress=progress, on_error=on_error
+    )
+    primary = "dhash" if method == "dhash" else "phash"
+    frame = frame_from_hash_table(
+        table, labels, method=primary, paths=list(names) if names is not None else None
+    )
+    values, valid = hash_values_from_frame(frame)
+    second = None
+    if method == "phash+dhash":
+        second, _ = hash_values_from_frame(frame, "dhash")
+    frame["group_id"] = group_labels_for_frame(
+        frame, values, valid, threshold, second=second, second_threshold=threshold
+    )
+    parameters: dict[str, Any] = {
+        "method": method,
+        "threshold": threshold,
+        "min_side": options.min_side,
+        "exif_transpose": options.exif_transpose,
+    }
+    parameters.update(extra_parameters or {})
+    return dhash_audit(frame, parameters=parameters)
+
+
+def audit_splits(
+    splits: Mapping[str, str | os.PathLike[str] | Sequence[Any]],
+    *,
+    method: str = DEFAULT_METHOD,
+    threshold: int | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    on_error: str = "warn",
+    decode: DecodeOptions | None = None,
+    recursive: bool = True,
+) -> LeakageReport:
+    """Audit dataset splits for near-duplicate leakage in one call.
+
+    Parameters
+    ----------
+    splits : mapping of str to folder or list of paths
+        Split name -> a folder (scanned for image files, recursively by
+        default) or a list of image paths.
+    method : {"phash", "dhash", "phash+dhash"}, default "phash"
+        Hash to compare. pHash is the default because it stays precise on real
+        photos where dHash links unrelated smooth images (measured in
+        ``benchmarks/RESULTS.md``); "phash+dhash" links only pairs on which
+        both agree.
+    threshold : int, optional
+        Largest Hamming distance counted as a near-duplicate; default 6 for
+        pHash, 5 for dHash, 8 for "phash+dhash".
+    workers : int, optional
+        Processes used for hashing; default all usable cores.
+    progress : bool, optional
+        Progress bar; default only on long runs in a terminal.
+    on_error : {"warn", "raise", "ignore"}, default "warn"
+        Unreadable images are always recorded (``report.table["error"]``);
+        "warn" emits one summary warning naming them.
+    decode : DecodeOptions, optional
+        Decoding policy (reduction, EXIF orientation, alpha background, size limit).
+    recursive : bool, default True
+        Scan split folders recursively (the ImageFolder layout).
+
+    Returns
+    -------
+    LeakageReport
+        The audit; ``report.table`` is the grouped table (``path, split, hash,
+        ..., group_id``) that :func:`~leakaudit.clean_splits` takes.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from PIL import Image
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for split in ("train", "test"):
+    ...     (root / split).mkdir()
+    >>> img = Image.effect_mandelbrot((128, 128), (-2, -1.5, 1, 1.5), 100)
+    >>> img.save(root / "train" / "a.png"); img.save(root / "test" / "a_copy.jpg", quality=80)
+    >>> report = audit_splits({"train": root / "train", "test": root / "test"}, workers=1)
+    >>> report.n_leaked_images
+    2
+    """
+    if not isinstance(splits, Mapping):
+        raise TypeError(
+            f"splits must be a mapping of split name to folder or paths; got {describe(splits)}."
+        )
+    if not splits:
+        raise ValueError("splits must name at least one split; got an empty mapping.")
+    resolve_threshold(method, threshold)
+    sources: list[Any] = []
+    labels: list[str] = []
+    for name, spec in splits.items():
+        paths = _paths_of(str(name), spec, recursive)
+        sources.extend(paths)
+        labels.extend([str(name)] * len(paths))
+    return audit_sources(
+        sources,
+        labels,
+        method=method,
+        threshold=threshold,
+        workers=workers,
+        progress=progress,
+        on_error=on_error,
+        decode=decode,
+    )
+
+
+def leaked_rows(report: LeakageReport) -> pd.DataFrame:
+    """Return the table rows that sit in a leaked group."""
+    if report.table is None:
+        raise ValueError("report has no table (it was rebuilt from JSON).")
+    return report.table[report.table["group_id"].isin(report.leaked_groups["group_id"])]

@@ -1,0 +1,367 @@
+"""The leakage audit: which duplicate groups span splits, and how much of each split leaks."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from leakaudit.grouping import group_spread
+
+__all__ = ["LargeGroupWarning", "LeakageReport", "dhash_audit"]
+
+# A group holding at least this share of a split (and at least _LARGE_GROUP_MIN
+# images) is almost never one photo copied many times: it is transitive
+# chaining through intermediates, or many blank images.
+_LARGE_GROUP_SHARE = 0.10
+_LARGE_GROUP_MIN = 10
+
+LEAKED_GROUP_COLUMNS = [
+    "group_id",
+    "n_members",
+    "splits_involved",
+    "n_splits",
+    "members_by_split",
+    "max_distance",
+    "low_information",
+]
+
+
+class LargeGroupWarning(UserWarning):
+    """One duplicate group swallows a large share of a split (likely chaining)."""
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+@dataclass
+class LeakageReport:
+    """The audit of duplicate groups against splits.
+
+    Attributes
+    ----------
+    leaked_groups : pandas.DataFrame
+        One row per group spanning more than one split, worst first, with
+        columns ``group_id, n_members, splits_involved, n_splits,
+        members_by_split, max_distance, low_information``. ``splits_involved``
+        lists the splits comma-separated in order of first appearance;
+        ``max_distance`` is the largest Hamming distance between two members
+        (exact up to 200 members, sampled beyond; missing without hashes).
+    n_leaked_images : int
+        Images sitting in a leaked group.
+    pct_leaked_by_split : pandas.Series
+        Per split, the percentage (2 decimals) of that split's images that sit
+        in a leaked group.
+    total_images : int
+        Images audited (including unreadable ones, which can never leak).
+    images_by_split : pandas.Series
+        Images per split.
+    n_within_split_groups : int
+        Duplicate groups (2+ members) that stay inside one split.
+    n_unreadable : int
+        Images that could not be read (see ``table["error"]``).
+    parameters : dict
+        How the audit was made (method, threshold, ...).
+    table : pandas.DataFrame
+        The grouped table the audit was computed from.
+    """
+
+    leaked_groups: pd.DataFrame
+    n_leaked_images: int
+    pct_leaked_by_split: pd.Series
+    total_images: int
+    images_by_split: pd.Series
+    n_within_split_groups: int = 0
+    n_unreadable: int = 0
+    parameters: dict[str, Any] = field(default_factory=dict)
+    table: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def has_leakage(self) -> bool:
+        """Whether any group spans more than one split."""
+        return self.n_leaked_images > 0
+
+    @property
+    def n_leaked_groups(self) -> int:
+        """Number of groups spanning more than one split."""
+        return len(self.leaked_groups)
+
+    def leaked_images_by_split(self) -> pd.Series:
+        """Per split, how many of its images sit in a leaked group."""
+        return (self.pct_leaked_by_split * self.images_by_split / 100).round().astype(int)
+
+    def to_text(self, *, max_groups: int = 20) -> str:
+        """Return a readable plain-text rendering (what ``print(report)`` shows)."""
+        lines = []
+        if self.has_leakage:
+            pct = 100.0 * self.n_leaked_images / self.total_images if self.total_images else 0.0
+            lines.append(
+                f"LEAKAGE: {self.n_leaked_images} of {self.total_images} images ({pct:.2f}%) sit in "
+                f"{self.n_leaked_groups} duplicate group(s) that span splits."
+            )
+        else:
+            lines.append(
+                f"No leakage: none of {self.total_images} images has a near-duplicate in another split."
+            )
+        if self.parameters:
+            lines.append("Parameters: " + ", ".join(f"{k}={v}" for k, v in self.parameters.items()))
+        lines.append("")
+        leaked = self.leaked_images_by_split()
+        width = max([5, *(len(str(s)) for s in self.images_by_split.index)])
+        lines.append(f"{'split':<{width}}  {'images':>7}  {'leaked':>7}  {'% leaked':>8}")
+        for split, count in self.images_by_split.items():
+            lines.append(
+                f"{split!s:<{width}}  {count:>7}  {leaked.get(split, 0):>7}  "
+                f"{self.pct_leaked_by_split.get(split, 0.0):>8.2f}"
+            )
+        if self.has_leakage:
+            lines.append("")
+            lines.append("Leaked groups (largest first):")
+            for row in self.leaked_groups.head(max_groups).itertuples(index=False):
+                spread = "" if _is_missing(row.max_distance) else f", spread {row.max_distance} bits"
+                flag = ", LOW-INFORMATION (blank/flat images)" if row.low_information else ""
+                lines.append(
+                    f"  group {row.group_id}: {row.n_members} images "
+                    f"[{row.members_by_split}]{spread}{flag}"
+                )
+                lines.extend(self._member_lines(row.group_id))
+            if self.n_leaked_groups > max_groups:
+                lines.append(f"  ... and {self.n_leaked_groups - max_groups} more group(s)")
+        extras = []
+        if self.n_within_split_groups:
+            extras.append(f"{self.n_within_split_groups} duplicate group(s) stay within one split")
+        if self.n_unreadable:
+            extras.append(f"{self.n_unreadable} image(s) could not be read (see the 'error' column)")
+        if extras:
+            lines.append("")
+            lines.extend(f"Note: {text}." for text in extras)
+        return "\n".join(lines)
+
+    def _member_lines(self, group_id: int, limit: int = 4) -> list[str]:
+        if self.table is None or "path" not in self.table.columns:
+            return []
+        members = self.table[self.table["group_id"] == group_id]
+        lines = [
+            f"      {row.split!s:>8}  {row.path}"
+            for row in members.head(limit).itertuples(index=False)
+        ]
+        if len(members) > limit:
+            lines.append(f"      ... {len(members) - limit} more")
+        return lines
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict of the summary and leaked groups (not the table)."""
+        groups = self.leaked_groups.astype(object).where(self.leaked_groups.notna(), None)
+        return {
+            "total_images": int(self.total_images),
+            "n_leaked_images": int(self.n_leaked_images),
+            "n_leaked_groups": int(self.n_leaked_groups),
+            "n_within_split_groups": int(self.n_within_split_groups),
+            "n_unreadable": int(self.n_unreadable),
+            "images_by_split": {str(k): int(v) for k, v in self.images_by_split.items()},
+            "pct_leaked_by_split": {
+                str(k): float(v) for k, v in self.pct_leaked_by_split.items()
+            },
+            "parameters": dict(self.parameters),
+            "leaked_groups": groups.to_dict(orient="records"),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        """Return :meth:`to_dict` as a JSON string."""
+        kwargs.setdefault("indent", 2)
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LeakageReport:
+        """Rebuild a report (without its table) from :meth:`to_dict` output."""
+        groups = pd.DataFrame(list(data["leaked_groups"]), columns=LEAKED_GROUP_COLUMNS)
+        return cls(
+            leaked_groups=groups,
+            n_leaked_images=int(data["n_leaked_images"]),
+            pct_leaked_by_split=pd.Series(data["pct_leaked_by_split"], dtype=float),
+            total_images=int(data["total_images"]),
+            images_by_split=pd.Series(data["images_by_split"], dtype=int),
+            n_within_split_groups=int(data.get("n_within_split_groups", 0)),
+            n_unreadable=int(data.get("n_unreadable", 0)),
+            parameters=dict(data.get("parameters", {})),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> LeakageReport:
+        """Rebuild a report (without its table) from :meth:`to_json` output."""
+        return cls.from_dict(json.loads(text))
+
+
+def _split_order(splits: pd.Series) -> list[str]:
+    return [str(s) for s in pd.unique(splits.dropna())]
+
+
+def dhash_audit(
+    grouped_df: pd.DataFrame, *, parameters: Mapping[str, Any] | None = None
+) -> LeakageReport:
+    """Audit train/val/test leakage from duplicate groups.
+
+    Parameters
+    ----------
+    grouped_df : pandas.DataFrame
+        Columns ``group_id`` and ``split`` (and usually ``path`` and ``hash``),
+        as from :func:`find_duplicate_groups`. Rows with a missing split are
+        counted in ``total_images`` but ignored when deciding whether a group
+        spans splits.
+    parameters : mapping, optional
+        How the groups were made, kept in the report (method, threshold, ...).
+
+    Returns
+    -------
+    LeakageReport
+
+    Warns
+    -----
+    LargeGroupWarning
+        When one group holds at least 10% of a split (and 10+ images): usually
+        transitive chaining or blank images, not one photo copied many times.
+
+    Examples
+    --------
+    >>> groups = pd.DataFrame({
+    ...     "path": ["a.jpg", "b.jpg", "c.jpg", "d.jpg"],
+    ...     "split": ["train", "test", "train", "val"],
+    ...     "group_id": [1, 1, 2, 3],
+    ... })
+    >>> report = dhash_audit(groups)
+    >>> report.n_leaked_images, report.pct_leaked_by_split.to_dict()
+    (2, {'train': 50.0, 'test': 100.0, 'val': 0.0})
+    """
+    if not isinstance(grouped_df, pd.DataFrame):
+        raise TypeError(f"grouped_df must be a pandas DataFrame; got {type(grouped_df).__name__}.")
+    missing = [c for c in ("group_id", "split") if c not in grouped_df.columns]
+    if missing:
+        raise ValueError(
+            "grouped_df must have columns 'group_id' and 'split' (from find_duplicate_groups "
+            f"with split given to compute_hashes); missing: {', '.join(missing)}."
+        )
+    if grouped_df["group_id"].isna().any():
+        raise ValueError("grouped_df['group_id'] must not contain missing values.")
+    split = grouped_df["split"].astype(object).where(grouped_df["split"].notna(), None)
+    group = grouped_df["group_id"].to_numpy()
+    order = _split_order(split)
+    frame = pd.DataFrame({"group_id": group, "split": split})
+
+    with_split = frame[frame["split"].notna()]
+    n_splits = with_split.groupby("group_id")["split"].nunique()
+    leaked_ids = n_splits.index[n_splits > 1]
+    sizes = frame.groupby("group_id").size()
+    in_leaked = frame["group_id"].isin(leaked_ids).to_numpy()
+
+    images_by_split = with_split.groupby("split").size().reindex(order).astype(int)
+    leaked_by_split = (
+        with_split[in_leaked[frame["split"].notna().to_numpy()]]
+        .groupby("split")
+        .size()
+        .reindex(order, fill_value=0)
+    )
+    pct = (100.0 * leaked_by_split / images_by_split).fillna(0.0).round(2).astype(float)
+    images_by_split.index.name = None
+    pct.index.name = None
+
+    leaked_groups = _leaked_group_table(grouped_df, frame, leaked_ids, order)
+    multi = sizes[sizes > 1].index
+    n_within = int(len(multi) - len(leaked_ids.intersection(multi)))
+    _warn_large_groups(frame, images_by_split)
+
+    return LeakageReport(
+        leaked_groups=leaked_groups,
+        n_leaked_images=int(in_leaked.sum()),
+        pct_leaked_by_split=pct,
+        total_images=len(grouped_df),
+        images_by_split=images_by_split,
+        n_within_split_groups=n_within,
+        n_unreadable=int(grouped_df["error"].notna().sum()) if "error" in grouped_df else 0,
+        parameters=dict(parameters or {}),
+        table=grouped_df,
+    )
+
+
+def _leaked_group_table(
+    grouped_df: pd.DataFrame, frame: pd.DataFrame, leaked_ids: pd.Index, order: list[str]
+) -> pd.DataFrame:
+    if len(leaked_ids) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in LEAKED_GROUP_COLUMNS}).astype(
+            {"n_members": int, "n_splits": int, "low_information": bool}
+        )
+    mask = frame["group_id"].isin(leaked_ids).to_numpy()
+    members = frame[mask]
+    rank = {name: i for i, name in enumerate(order)}
+    rows = []
+    for group_id, part in members.groupby("group_id", sort=False):
+        counts = part["split"].dropna().value_counts()
+        names = sorted(counts.index, key=lambda s: rank[s])
+        rows.append(
+            {
+                "group_id": group_id,
+                "n_members": len(part),
+                "splits_involved": ", ".join(names),
+                "n_splits": len(names),
+                "members_by_split": ", ".join(f"{s}:{counts[s]}" for s in names),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["max_distance"] = _spread_of(grouped_df, mask, table["group_id"])
+    if "low_information" in grouped_df.columns:
+        low = grouped_df.loc[mask, "low_information"].fillna(False).astype(bool)
+        low_any = low.groupby(frame.loc[mask, "group_id"]).any()
+        table["low_information"] = table["group_id"].map(low_any).fillna(False).astype(bool)
+    else:
+        table["low_information"] = False
+    table = table.sort_values(["n_members", "group_id"], ascending=[False, True], kind="stable")
+    return table.reset_index(drop=True)[LEAKED_GROUP_COLUMNS]
+
+
+def _spread_of(grouped_df: pd.DataFrame, mask: np.ndarray, group_ids: pd.Series) -> pd.Series:
+    """Largest Hamming distance inside each leaked group (missing when no hashes)."""
+    missing = pd.Series([pd.NA] * len(group_ids), dtype="Int64")
+    if "hash" not in grouped_df.columns:
+        return missing
+    from leakaudit.frames import hash_values_from_frame
+
+    subset = grouped_df[mask]
+    try:
+        values, valid = hash_values_from_frame(subset)
+    except (TypeError, ValueError):
+        return missing
+    labels = subset["group_id"].to_numpy()[valid]
+    if labels.size == 0:
+        return missing
+    codes, uniques = pd.factorize(labels)
+    spread = group_spread(values[valid], codes.astype(np.int64))
+    by_code = dict(zip(spread["group_id"], spread["max_distance"], strict=False))
+    result = {uniques[c]: by_code.get(c, 0) for c in range(len(uniques))}
+    return pd.Series([result.get(g, pd.NA) for g in group_ids], dtype="Int64")
+
+
+def _warn_large_groups(frame: pd.DataFrame, images_by_split: pd.Series) -> None:
+    with_split = frame[frame["split"].notna()]
+    if with_split.empty:
+        return
+    counts = with_split.groupby(["group_id", "split"]).size()
+    for (group_id, split), count in counts.items():
+        total = images_by_split.get(split, 0)
+        if count >= _LARGE_GROUP_MIN and total and count >= _LARGE_GROUP_SHARE * total:
+            warnings.warn(
+                f"duplicate group {group_id} holds {count} of {total} images of split "
+                f"{split!r} ({100.0 * count / total:.1f}%): this is usually transitive chaining "
+                "or blank images, not one photo copied many times. Check the group's spread, "
+                "or lower the threshold.",
+                LargeGroupWarning,
+                stacklevel=3,
+            )
+            return

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from leakaudit import UnreadableImageWarning, compute_hashes, find_duplicate_groups
+from leakaudit.demo import photo_like_image
+
+
+def test_seed_example_groups() -> None:
+    hashes = pd.DataFrame(
+        {
+            "path": ["a.jpg", "b.jpg", "c.jpg", "d.jpg"],
+            "hash": ["0000000000000000", "0000000000000001", "ffffffffffffffff", "1234567890abcdef"],
+        }
+    )
+    out = find_duplicate_groups(hashes, threshold=5)
+    assert out["group_id"].tolist() == [0, 0, 1, 2]
+    assert out["path"].tolist() == hashes["path"].tolist()
+    assert "group_id" not in hashes.columns  # input untouched
+
+
+def test_transitive_chain_forms_one_group() -> None:
+    # a~b (4 bits), b~c (4 bits), a and c are 8 bits apart
+    hashes = pd.DataFrame(
+        {"path": list("xacbz"),
+         "hash": ["ffff000000000000", "0000000000000000", "00000000000000ff",
+                  "000000000000000f", "ffffffffffffffff"]}
+    )
+    out = find_duplicate_groups(hashes, threshold=4)
+    assert out["group_id"].tolist() == [0, 1, 1, 1, 2]
+
+
+def test_missing_hashes_are_singletons_and_ids_compact() -> None:
+    hashes = pd.DataFrame(
+        {"path": list("abcde"),
+         "hash": [None, "00000000000000ff", np.nan, "00000000000000fe", None]}
+    )
+    out = find_duplicate_groups(hashes, threshold=1)
+    assert out["group_id"].tolist() == [0, 1, 2, 1, 3]
+
+
+def test_short_hex_hashes_and_threshold_zero() -> None:
+    hashes = pd.DataFrame({"path": list("abc"), "hash": ["ff00", "ff01", "ff00"]})
+    assert find_duplicate_groups(hashes, threshold=0)["group_id"].tolist() == [0, 1, 0]
+    assert find_duplicate_groups(hashes, threshold=1)["group_id"].tolist() == [0, 0, 0]
+
+
+def test_low_information_rows_link_only_to_exact_copies() -> None:
+    hashes = pd.DataFrame(
+        {
+            "path": list("abcd"),
+            "hash": ["0000000000000000", "0000000000000000", "0000000000000001", "0000000000000000"],
+            "low_information": [True, True, False, True],
+            "digest": ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc", "aaaaaaaaaaaaaaaa"],
+        }
+    )
+    out = find_duplicate_groups(hashes, threshold=5)
+    # a and d are byte-identical; b is a different blank image; c is a normal image
+    assert out["group_id"].tolist() == [0, 1, 2, 0]
+
+
+def test_find_duplicate_groups_bad_input() -> None:
+    with pytest.raises(ValueError, match="same length"):
+        find_duplicate_groups(pd.DataFrame({"path": ["a", "b"], "hash": ["ff00", "ff"]}))
+    with pytest.raises(ValueError, match="hex"):
+        find_duplicate_groups(pd.DataFrame({"path": ["a"], "hash": ["zz00"]}))
+    with pytest.raises(ValueError, match=r"threshold must be an int in \[0, 64\]; got 70"):
+        find_duplicate_groups(pd.DataFrame({"path": ["a"], "hash": ["ff00"]}), threshold=70)
+    with pytest.raises(TypeError, match="threshold must be an int"):
+        find_duplicate_groups(pd.DataFrame({"path": ["a"], "hash": ["ff00"]}), threshold=2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'hash' column"):
+        find_duplicate_groups(pd.DataFrame({"path": ["a"]}))
+
+
+def _jpeg_bytes(image: Image.Image, quality: int) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def test_compute_hashes_on_files(tmp_path: Path) -> None:
+    paths = []
+    for i in range(4):
+        path = tmp_path / f"img{i}.png"
+        photo_like_image(i).save(path)
+        paths.append(path)
+    copy = tmp_path / "copy_of_0.jpg"
+    copy.write_bytes(_jpeg_bytes(photo_like_image(0), 60))
+    paths.append(copy)
+    df = compute_hashes(paths, ["train"] * 4 + ["test"], workers=1, progress=False)
+    assert df.columns.tolist()[:3] == ["path", "split", "hash"]
+    assert df["path"].tolist() == [str(p) for p in paths]
+    assert all(isinstance(h, str) and len(h) == 16 for h in df["hash"])
+    assert df["hash"].str.fullmatch("[0-9a-f]{16}").all()
+    grouped = find_duplicate_groups(df, threshold=5)
+    assert grouped.loc[0, "group_id"] == grouped.loc[4, "group_id"]
+    assert grouped["group_id"].nunique() == 4
+    phash = compute_hashes(paths, method="phash", workers=1, progress=False)
+    assert phash["hash"].tolist() == df["phash"].tolist()
+    assert phash["split"].isna().all()
+
+
+def test_compute_hashes_records_bad_files_in_one_warning(tmp_path: Path) -> None:
+    good = tmp_path / "good.png"
+    photo_like_image(1).save(good)
+    text = tmp_path / "notes.png"
+    text.write_text("this is not an image")
+    missing = tmp_path / "gone.jpg"
+    with pytest.warns(UnreadableImageWarning) as record:
+        df = compute_hashes([good, text, missing], workers=1, progress=False)
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert "notes.png" in message and "gone.jpg" in message
+    assert df["hash"].isna().tolist() == [False, True, True]
+    assert df["error"].notna().tolist() == [False, True, True]
+    assert len(df) == 3
+
+
+def test_compute_hashes_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"split must have one label per path \(length 2\); got length 3"):
+        compute_hashes(["a.png", "b.png"], ["train", "test", "val"])
+    with pytest.raises(ValueError, match="method must be one of"):
+        compute_hashes(["a.png"], method="ahash")
+    with pytest.raises(TypeError, match="Wrap it in a list"):
+        compute_hashes("a.png")

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import leakaudit
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert leakaudit.__all__ == sorted(leakaudit.__all__)
+    for name in leakaudit.__all__:
+        assert hasattr(leakaudit, name), name
+    for name in ("compute_hashes", "hamming_distance", "find_duplicate_groups", "dhash_audit",
+                 "clean_splits", "audit_splits"):
+        assert name in leakaudit.__all__
+
+
+def test_import_does_not_pull_in_frameworks() -> None:
+    code = (
+        "import sys, leakaudit, leakaudit.adapters, leakaudit.cli; "
+        "bad = [m for m in ('torch', 'torchvision', 'datasets', 'scipy', 'imagehash') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_adapters_ship_inside_leakaudit() -> None:
+    import leakaudit.adapters
+
+    assert leakaudit.adapters.__name__ == "leakaudit.adapters"
+    assert leakaudit.adapters.__file__ is not None

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import json
+import warnings
+
+import pandas as pd
+import pytest
+
+from leakaudit import LargeGroupWarning, LeakageReport, dhash_audit, find_duplicate_groups
+
+
+def seed_example() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "path": ["a.jpg", "b.jpg", "c.jpg", "d.jpg"],
+            "split": ["train", "test", "train", "val"],
+            "group_id": [1, 1, 2, 3],
+        }
+    )
+
+
+def test_seed_example() -> None:
+    report = dhash_audit(seed_example())
+    assert report.total_images == 4
+    assert report.n_leaked_images == 2
+    assert report.leaked_groups["group_id"].tolist() == [1]
+    assert report.leaked_groups["n_members"].tolist() == [2]
+    assert report.leaked_groups["splits_involved"].tolist() == ["train, test"]
+    assert report.pct_leaked_by_split.to_dict() == {"train": 50.0, "test": 100.0, "val": 0.0}
+    assert report.has_leakage
+    text = str(report)
+    assert "LEAKAGE: 2 of 4 images" in text
+    assert "a.jpg" in text and "b.jpg" in text
+
+
+def test_no_leakage() -> None:
+    frame = seed_example().assign(group_id=[0, 1, 2, 3])
+    report = dhash_audit(frame)
+    assert not report.has_leakage
+    assert report.n_leaked_images == 0
+    assert report.leaked_groups.empty
+    assert list(report.leaked_groups.columns)[:3] == ["group_id", "n_members", "splits_involved"]
+    assert "No leakage" in str(report)
+
+
+def test_missing_splits_are_ignored_when_deciding_leakage() -> None:
+    frame = pd.DataFrame(
+        {"path": list("abcd"), "split": ["train", None, "test", None], "group_id": [0, 0, 1, 1]}
+    )
+    report = dhash_audit(frame)
+    assert not report.has_leakage
+    assert report.total_images == 4
+    assert report.images_by_split.to_dict() == {"train": 1, "test": 1}
+
+
+def test_percentages_are_rounded_to_two_decimals() -> None:
+    frame = pd.DataFrame(
+        {"split": ["train"] * 3 + ["test"] * 3, "group_id": [0, 1, 2, 0, 3, 4]}
+    )
+    report = dhash_audit(frame)
+    assert report.pct_leaked_by_split.to_dict() == {"train": 33.33, "test": 33.33}
+
+
+def test_spread_and_member_counts_use_hashes() -> None:
+    frame = pd.DataFrame(
+        {
+            "path": ["a", "b", "c", "d"],
+            "split": ["train", "test", "test", "val"],
+            "hash": ["0000000000000000", "000000000000000f", "00000000000000ff", "ffffffffffffffff"],
+        }
+    )
+    grouped = find_duplicate_groups(frame, threshold=4)
+    report = dhash_audit(grouped)
+    row = report.leaked_groups.iloc[0]
+    assert row["n_members"] == 3
+    assert row["members_by_split"] == "train:1, test:2"
+    assert row["max_distance"] == 8  # a and c are 8 bits apart, linked through b
+
+
+def test_json_round_trip() -> None:
+    report = dhash_audit(seed_example(), parameters={"method": "phash", "threshold": 6})
+    again = LeakageReport.from_json(report.to_json())
+    assert again.to_dict() == report.to_dict()
+    assert json.loads(report.to_json())["n_leaked_images"] == 2
+
+
+def test_large_group_warning() -> None:
+    frame = pd.DataFrame(
+        {"split": ["train"] * 30 + ["test"] * 30, "group_id": [0] * 12 + list(range(1, 49))}
+    )
+    frame.loc[30, "group_id"] = 0
+    with pytest.warns(LargeGroupWarning, match="group 0 holds 12 of 30"):
+        dhash_audit(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dhash_audit(seed_example())
+
+
+def test_bad_input() -> None:
+    with pytest.raises(ValueError, match="missing: split"):
+        dhash_audit(pd.DataFrame({"group_id": [1]}))
+    with pytest.raises(TypeError, match="DataFrame"):
+        dhash_audit({"group_id": [1]})  # type: ignore[arg-type]
