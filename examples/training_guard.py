@@ -21,7 +21,9 @@ def main() -> int:
     worst = report.pct_leaked_by_split.max()
     if worst > 1.0:  # allow at most 1% of any split to leak
         print(report, file=sys.stderr)
-        print(f"\nrefusing to train: up to {worst:.2f}% of a split leaks (limit 1%)", file=sys.stderr)
+        print(
+            f"\nrefusing to train: up to {worst:.2f}% of a split leaks (limit 1%)", file=sys.stderr
+        )
         return 1
     print("splits are clean; training ...")
     return 0

@@ -19,7 +19,7 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     Raises ``TypeError`` for non-integers (bools included) and ``ValueError``
     for integers out of range, worded ``"<name> must be an int in [low, high]; got v."``.
     """
-    bounds = f"[{low}, {high}]" if high is not None else f">= {low}"
+    bounds = f"in [{low}, {high}]" if high is not None else f">= {low}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int {bounds}; got {describe(value)}.")
     result = int(value)

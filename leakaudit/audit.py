@@ -17,7 +17,7 @@ import pandas as pd
 
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.frames import frame_from_hash_table, group_labels_for_frame, hash_values_from_frame
-from leakaudit.hashing import hash_sources
+from leakaudit.hashing import HashTable, hash_sources
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import LeakageReport, dhash_audit
 
@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_METHOD",
     "DEFAULT_THRESHOLDS",
     "IMAGE_EXTENSIONS",
+    "audit_hash_table",
     "audit_sources",
     "audit_splits",
     "list_image_files",
@@ -159,9 +160,57 @@ def audit_sources(
     table = hash_sources(
         items, options=options, workers=workers, progress=progress, on_error=on_error
     )
+    parameters: dict[str, Any] = {
+        "min_side": options.min_side,
+        "exif_transpose": options.exif_transpose,
+    }
+    parameters.update(extra_parameters or {})
+    return audit_hash_table(
+        table,
+        labels,
+        names=names,
+        method=method,
+        threshold=threshold,
+        extra_parameters=parameters,
+    )
+
+
+def audit_hash_table(
+    table: HashTable,
+    split: Sequence[str | None],
+    *,
+    names: Sequence[str] | None = None,
+    method: str = DEFAULT_METHOD,
+    threshold: int | None = None,
+    extra_parameters: Mapping[str, Any] | None = None,
+) -> LeakageReport:
+    """Group and audit images whose hashes are already computed.
+
+    For callers that hash by other means (e.g. inside ``datasets.Dataset.map``)
+    and assemble a :class:`~leakaudit.hashing.HashTable` themselves.
+
+    Parameters
+    ----------
+    table : HashTable
+        Hashes of every image, in row order.
+    split : sequence of str or None
+        The split of each row.
+    names, method, threshold, extra_parameters
+        As in :func:`audit_sources`.
+
+    Returns
+    -------
+    LeakageReport
+    """
+    threshold = resolve_threshold(method, threshold)
+    if len(split) != len(table.valid):
+        raise ValueError(
+            f"split must have one label per row (length {len(table.valid)}); "
+            f"got length {len(split)}."
+        )
     primary = "dhash" if method == "dhash" else "phash"
     frame = frame_from_hash_table(
-        table, labels, method=primary, paths=list(names) if names is not None else None
+        table, list(split), method=primary, paths=list(names) if names is not None else None
     )
     values, valid = hash_values_from_frame(frame)
     second = None
@@ -170,12 +219,7 @@ def audit_sources(
     frame["group_id"] = group_labels_for_frame(
         frame, values, valid, threshold, second=second, second_threshold=threshold
     )
-    parameters: dict[str, Any] = {
-        "method": method,
-        "threshold": threshold,
-        "min_side": options.min_side,
-        "exif_transpose": options.exif_transpose,
-    }
+    parameters: dict[str, Any] = {"method": method, "threshold": threshold}
     parameters.update(extra_parameters or {})
     return dhash_audit(frame, parameters=parameters)
 
@@ -266,4 +310,7 @@ def leaked_rows(report: LeakageReport) -> pd.DataFrame:
     """Return the table rows that sit in a leaked group."""
     if report.table is None:
         raise ValueError("report has no table (it was rebuilt from JSON).")
-    return report.table[report.table["group_id"].isin(report.leaked_groups["group_id"])]
+    rows: pd.DataFrame = report.table[
+        report.table["group_id"].isin(report.leaked_groups["group_id"])
+    ]
+    return rows

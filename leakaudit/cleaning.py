@@ -96,8 +96,10 @@ def clean_splits(
 
     new_split = split.to_numpy(dtype=object).copy()
     new_split[leaked] = [by_rank[int(r)] for r in best[leaked]]
-    out = grouped_df.copy()
-    out["original_split"] = split.to_numpy(dtype=object)
-    out["split"] = new_split
-    out["reassigned"] = leaked & (new_split != out["original_split"].to_numpy())
+    out: pd.DataFrame = grouped_df.copy()
+    original = split.to_numpy(dtype=object)
+    # object dtype keeps missing splits as None (pandas 3 would turn them into NaN strings)
+    out["original_split"] = pd.Series(original, index=out.index, dtype=object)
+    out["split"] = pd.Series(new_split, index=out.index, dtype=object)
+    out["reassigned"] = leaked & (new_split != original)
     return out

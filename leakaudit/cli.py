@@ -72,20 +72,35 @@ def _fail_limit(text: str) -> tuple[float, bool]:
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hash", dest="method", choices=AUDIT_METHODS, default=DEFAULT_METHOD,
-                        help="hash to compare (default: %(default)s)")
-    parser.add_argument("--threshold", type=int, default=None,
-                        help="largest Hamming distance counted as a duplicate "
-                        f"(default: {DEFAULT_THRESHOLDS})")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="processes for hashing (default: all cores)")
+    parser.add_argument(
+        "--hash",
+        dest="method",
+        choices=AUDIT_METHODS,
+        default=DEFAULT_METHOD,
+        help="hash to compare (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=int,
+        default=None,
+        help=f"largest Hamming distance counted as a duplicate (default: {DEFAULT_THRESHOLDS})",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="processes for hashing (default: all cores)"
+    )
     parser.add_argument("--csv", type=Path, help="write the per-image table to this CSV file")
     parser.add_argument("--json", type=Path, help="write the report to this JSON file")
     parser.add_argument("--quiet", action="store_true", help="no progress bar, summary only")
-    parser.add_argument("--fail-on-leak", nargs="?", const="0", default=None, type=_fail_limit,
-                        metavar="N|P%",
-                        help="exit 1 when more than N images (or P%% of any split) leak "
-                        "(default when given without a value: any leak)")
+    parser.add_argument(
+        "--fail-on-leak",
+        nargs="?",
+        const="0",
+        default=None,
+        type=_fail_limit,
+        metavar="N|P%",
+        help="exit 1 when more than N images (or P%% of any split) leak "
+        "(default when given without a value: any leak)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,18 +114,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     scan = sub.add_parser("scan", help="audit the split folders under ROOT")
     scan.add_argument("root", type=Path, metavar="ROOT")
-    scan.add_argument("--split", action="append", default=[], metavar="NAME",
-                      help="also treat sub-folder NAME as a split (repeatable)")
+    scan.add_argument(
+        "--split",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also treat sub-folder NAME as a split (repeatable)",
+    )
     _add_common(scan)
 
     compare = sub.add_parser("compare", help="check TEST_DIR (and more) against TRAIN_DIR")
-    compare.add_argument("dirs", type=Path, nargs="+", metavar="DIR",
-                         help="TRAIN_DIR TEST_DIR [MORE_DIRS]")
+    compare.add_argument(
+        "dirs", type=Path, nargs="+", metavar="DIR", help="TRAIN_DIR TEST_DIR [MORE_DIRS]"
+    )
     _add_common(compare)
 
     demo = sub.add_parser("demo", help="build a demo dataset with planted leaks and audit it")
-    demo.add_argument("dir", type=Path, nargs="?", default=None, metavar="DIR",
-                      help="where to write it (default: a new temporary folder)")
+    demo.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        default=None,
+        metavar="DIR",
+        help="where to write it (default: a new temporary folder)",
+    )
     _add_common(demo)
 
     sub.add_parser("env", help="print versions, for bug reports")
@@ -130,8 +157,11 @@ def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageRepo
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = audit_splits(
-            splits, method=args.method, threshold=args.threshold,
-            workers=args.workers, progress=progress,
+            splits,
+            method=args.method,
+            threshold=args.threshold,
+            workers=args.workers,
+            progress=progress,
         )
     for warning in caught:
         log.warning("%s", warning.message)
@@ -172,7 +202,9 @@ def _compare_lines(report: LeakageReport, reference: str) -> list[str]:
         for row in members[members["split"] != reference].itertuples(index=False):
             distance = popcount64(ref_hashes ^ np.uint64(int(row.hash, 16)))
             best = int(np.argmin(distance))
-            lines.append(f"LEAK  {row.path}  ~  {ref['path'].iloc[best]}  (distance {distance[best]})")
+            lines.append(
+                f"LEAK  {row.path}  ~  {ref['path'].iloc[best]}  (distance {distance[best]})"
+            )
     return lines
 
 
@@ -264,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.setLevel(logging.WARNING if quiet else logging.INFO)
     log.propagate = False
     commands: dict[str, Any] = {
-        "scan": _cmd_scan, "compare": _cmd_compare, "demo": _cmd_demo,
+        "scan": _cmd_scan,
+        "compare": _cmd_compare,
+        "demo": _cmd_demo,
     }
     try:
         if args.command == "env":

@@ -6,6 +6,7 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageEnhance
@@ -31,8 +32,10 @@ def photo_like_image(seed: int, size: tuple[int, int] = (192, 144)) -> Image.Ima
     for _ in range(4):
         fx, fy = rng.uniform(0.005, 0.05, 2)
         phase = rng.uniform(0, 2 * np.pi, 2)
-        field_ += rng.uniform(10, 40) * np.sin(fx * x * 2 * np.pi + phase[0]) * np.cos(
-            fy * y * 2 * np.pi + phase[1]
+        field_ += (
+            rng.uniform(10, 40)
+            * np.sin(fx * x * 2 * np.pi + phase[0])
+            * np.cos(fy * y * 2 * np.pi + phase[1])
         )
     for c in range(3):
         channels.append(base[c] + field_ * rng.uniform(0.6, 1.2))
@@ -59,7 +62,7 @@ class DemoDataset:
     unreadable: list[str] = field(default_factory=list)
 
 
-def _save(image: Image.Image, path: Path, **params: object) -> None:
+def _save(image: Image.Image, path: Path, **params: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     image.save(path, **params)
 
@@ -110,8 +113,13 @@ def build_demo_dataset(root: str | os.PathLike[str], *, seed: int = 0) -> DemoDa
     (root / "test/cat/IMG_copy_4711.jpg").write_bytes((root / source).read_bytes())
     planted.append((source, "test/cat/IMG_copy_4711.jpg", "renamed byte-identical copy"))
     source = "train/dog/train_001.jpg"
-    plant(source, "test/dog/reencoded.jpg", "JPEG re-encode, quality 50",
-          originals[source], quality=50)
+    plant(
+        source,
+        "test/dog/reencoded.jpg",
+        "JPEG re-encode, quality 50",
+        originals[source],
+        quality=50,
+    )
     source = "train/cat/train_002.jpg"
     small = originals[source].resize((96, 72), Image.Resampling.LANCZOS)
     plant(source, "val/cat/thumbnail.png", "resized to 50%, saved as PNG", small)
@@ -128,5 +136,6 @@ def build_demo_dataset(root: str | os.PathLike[str], *, seed: int = 0) -> DemoDa
     _save(Image.new("RGB", (160, 120), (2, 2, 2)), root / "test/cat/black.png")
     corrupt = root / "test/dog/corrupt.jpg"
     corrupt.write_bytes((root / "test/dog/test_001.jpg").read_bytes()[:300])
-    return DemoDataset(root=root, splits=splits, planted_leaks=planted,
-                       unreadable=[str(corrupt.relative_to(root))])
+    return DemoDataset(
+        root=root, splits=splits, planted_leaks=planted, unreadable=[str(corrupt.relative_to(root))]
+    )

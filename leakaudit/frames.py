@@ -114,7 +114,7 @@ def frame_from_hash_table(
     errors = np.full(len(valid), None, dtype=object)
     for index, reason in table.errors.items():
         errors[index] = reason
-    return pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {
             "path": list(paths) if paths is not None else list(table.sources),
             "split": pd.Series(list(split), dtype=object),
@@ -126,6 +126,7 @@ def frame_from_hash_table(
             "error": errors,
         }
     )
+    return frame
 
 
 def compute_hashes(
@@ -232,7 +233,9 @@ def _parse_hex_column(values: pd.Series, name: str) -> tuple[NDArray[np.uint64],
         try:
             parsed[index] = int(text, 16)
         except ValueError:
-            raise ValueError(f"{name} must hold hex strings; got {value!r} in row {index}.") from None
+            raise ValueError(
+                f"{name} must hold hex strings; got {value!r} in row {index}."
+            ) from None
         valid[index] = True
     return parsed, valid
 
@@ -248,7 +251,9 @@ def hash_values_from_frame(
     return _parse_hex_column(hash_df[column], column)
 
 
-def _exact_key_edges(keys: Sequence[Any], eligible: NDArray[np.bool_]) -> Iterator[NDArray[np.int64]]:
+def _exact_key_edges(
+    keys: Sequence[Any], eligible: NDArray[np.bool_]
+) -> Iterator[NDArray[np.int64]]:
     """Yield edges chaining together eligible rows that share a key."""
     codes, _ = pd.factorize(pd.Series(list(keys), dtype=object), use_na_sentinel=True)
     codes = np.where(eligible, codes, -1)
@@ -328,7 +333,7 @@ def find_duplicate_groups(hash_df: pd.DataFrame, threshold: int = 5) -> pd.DataF
     threshold = check_int("threshold", threshold, 0, 64)
     values, valid = hash_values_from_frame(hash_df)
     labels = group_labels_for_frame(hash_df, values, valid, threshold)
-    out = hash_df.copy()
+    out: pd.DataFrame = hash_df.copy()
     out["group_id"] = labels
     return out
 
@@ -348,7 +353,7 @@ def group_labels_for_frame(
         low = hash_df["low_information"].fillna(False).to_numpy(dtype=bool)
     else:
         low = np.zeros(n, dtype=bool)
-    low &= valid
+    low = low & valid
     linkable = valid & ~low
 
     def edges() -> Iterator[NDArray[np.int64]]:

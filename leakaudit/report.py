@@ -102,12 +102,13 @@ class LeakageReport:
         if self.has_leakage:
             pct = 100.0 * self.n_leaked_images / self.total_images if self.total_images else 0.0
             lines.append(
-                f"LEAKAGE: {self.n_leaked_images} of {self.total_images} images ({pct:.2f}%) sit in "
-                f"{self.n_leaked_groups} duplicate group(s) that span splits."
+                f"LEAKAGE: {self.n_leaked_images} of {self.total_images} images ({pct:.2f}%) "
+                f"sit in {self.n_leaked_groups} duplicate group(s) that span splits."
             )
         else:
             lines.append(
-                f"No leakage: none of {self.total_images} images has a near-duplicate in another split."
+                f"No leakage: none of {self.total_images} images has a near-duplicate "
+                "in another split."
             )
         if self.parameters:
             lines.append("Parameters: " + ", ".join(f"{k}={v}" for k, v in self.parameters.items()))
@@ -124,7 +125,9 @@ class LeakageReport:
             lines.append("")
             lines.append("Leaked groups (largest first):")
             for row in self.leaked_groups.head(max_groups).itertuples(index=False):
-                spread = "" if _is_missing(row.max_distance) else f", spread {row.max_distance} bits"
+                spread = (
+                    "" if _is_missing(row.max_distance) else f", spread {row.max_distance} bits"
+                )
                 flag = ", LOW-INFORMATION (blank/flat images)" if row.low_information else ""
                 lines.append(
                     f"  group {row.group_id}: {row.n_members} images "
@@ -137,7 +140,9 @@ class LeakageReport:
         if self.n_within_split_groups:
             extras.append(f"{self.n_within_split_groups} duplicate group(s) stay within one split")
         if self.n_unreadable:
-            extras.append(f"{self.n_unreadable} image(s) could not be read (see the 'error' column)")
+            extras.append(
+                f"{self.n_unreadable} image(s) could not be read (see the 'error' column)"
+            )
         if extras:
             lines.append("")
             lines.extend(f"Note: {text}." for text in extras)
@@ -168,9 +173,7 @@ class LeakageReport:
             "n_within_split_groups": int(self.n_within_split_groups),
             "n_unreadable": int(self.n_unreadable),
             "images_by_split": {str(k): int(v) for k, v in self.images_by_split.items()},
-            "pct_leaked_by_split": {
-                str(k): float(v) for k, v in self.pct_leaked_by_split.items()
-            },
+            "pct_leaked_by_split": {str(k): float(v) for k, v in self.pct_leaked_by_split.items()},
             "parameters": dict(self.parameters),
             "leaked_groups": groups.to_dict(orient="records"),
         }
@@ -295,9 +298,12 @@ def _leaked_group_table(
     grouped_df: pd.DataFrame, frame: pd.DataFrame, leaked_ids: pd.Index, order: list[str]
 ) -> pd.DataFrame:
     if len(leaked_ids) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in LEAKED_GROUP_COLUMNS}).astype(
+        empty: pd.DataFrame = pd.DataFrame(
+            {c: pd.Series(dtype=object) for c in LEAKED_GROUP_COLUMNS}
+        ).astype(
             {"n_members": int, "n_splits": int, "low_information": bool}
         )
+        return empty
     mask = frame["group_id"].isin(leaked_ids).to_numpy()
     members = frame[mask]
     rank = {name: i for i, name in enumerate(order)}
@@ -323,7 +329,8 @@ def _leaked_group_table(
     else:
         table["low_information"] = False
     table = table.sort_values(["n_members", "group_id"], ascending=[False, True], kind="stable")
-    return table.reset_index(drop=True)[LEAKED_GROUP_COLUMNS]
+    ordered: pd.DataFrame = table.reset_index(drop=True)[LEAKED_GROUP_COLUMNS]
+    return ordered
 
 
 def _spread_of(grouped_df: pd.DataFrame, mask: np.ndarray, group_ids: pd.Series) -> pd.Series:
@@ -345,7 +352,8 @@ def _spread_of(grouped_df: pd.DataFrame, mask: np.ndarray, group_ids: pd.Series)
     spread = group_spread(values[valid], codes.astype(np.int64))
     by_code = dict(zip(spread["group_id"], spread["max_distance"], strict=False))
     result = {uniques[c]: by_code.get(c, 0) for c in range(len(uniques))}
-    return pd.Series([result.get(g, pd.NA) for g in group_ids], dtype="Int64")
+    spread_by_group: pd.Series = pd.Series([result.get(g, pd.NA) for g in group_ids], dtype="Int64")
+    return spread_by_group
 
 
 def _warn_large_groups(frame: pd.DataFrame, images_by_split: pd.Series) -> None:

@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from leakaudit import UnreadableImageWarning, audit_splits, clean_splits, dhash_audit, list_image_files
+from leakaudit import (
+    UnreadableImageWarning,
+    audit_splits,
+    clean_splits,
+    dhash_audit,
+    list_image_files,
+)
 from leakaudit.demo import build_demo_dataset
 
 

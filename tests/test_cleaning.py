@@ -10,7 +10,11 @@ from leakaudit import clean_splits, dhash_audit
 
 def test_seed_example_moves_test_member_to_train() -> None:
     groups = pd.DataFrame(
-        {"path": ["a.jpg", "b.jpg", "c.jpg"], "split": ["train", "test", "val"], "group_id": [1, 1, 2]}
+        {
+            "path": ["a.jpg", "b.jpg", "c.jpg"],
+            "split": ["train", "test", "val"],
+            "group_id": [1, 1, 2],
+        }
     )
     out = clean_splits(groups)
     assert out["split"].tolist() == ["train", "train", "val"]
@@ -84,9 +88,7 @@ def test_cleaning_invariants(rows: list[tuple[str | None, int]], priority: list[
     spans = out.dropna(subset=["split"]).groupby("group_id")["split"].nunique()
     assert (spans <= 1).all()
     # untouched groups keep their split; reassigned marks exactly the changes
-    changed = [
-        a != b for a, b in zip(frame["split"].tolist(), out["split"].tolist(), strict=True)
-    ]
+    changed = [a != b for a, b in zip(frame["split"].tolist(), out["split"].tolist(), strict=True)]
     assert out["reassigned"].tolist() == changed
     leaked = set(dhash_audit(frame).leaked_groups["group_id"]) if len(frame) else set()
     for row, was_changed in zip(frame.itertuples(index=False), changed, strict=True):
@@ -94,7 +96,7 @@ def test_cleaning_invariants(rows: list[tuple[str | None, int]], priority: list[
             assert row.group_id in leaked
     # each leaked group went to its highest-priority split present
     order = {name: i for i, name in enumerate([*priority, "extra"])}
-    for group_id, part in frame.dropna(subset=["split"]).groupby("group_id"):
+    for _, part in frame.dropna(subset=["split"]).groupby("group_id"):
         best = min(part["split"], key=order.__getitem__)
         assert set(out.loc[part.index, "split"]) == {best}
     # idempotent: cleaning the output changes nothing

@@ -33,8 +33,20 @@ def test_scan_writes_csv_and_json_and_fails_on_leak(
     demo_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     csv, report_json = tmp_path / "t.csv", tmp_path / "r.json"
-    code = main(["scan", str(demo_root), "--quiet", "--workers", "1", "--csv", str(csv),
-                 "--json", str(report_json), "--fail-on-leak"])
+    code = main(
+        [
+            "scan",
+            str(demo_root),
+            "--quiet",
+            "--workers",
+            "1",
+            "--csv",
+            str(csv),
+            "--json",
+            str(report_json),
+            "--fail-on-leak",
+        ]
+    )
     assert code == 1
     table = pd.read_csv(csv)
     assert {"path", "split", "hash", "group_id"} <= set(table.columns)
@@ -44,9 +56,12 @@ def test_scan_writes_csv_and_json_and_fails_on_leak(
     assert main(["scan", str(demo_root), "--quiet", "--workers", "1", "--fail-on-leak", "5%"]) == 1
 
 
-def test_compare_prints_leakcheck_lines(demo_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["compare", str(demo_root / "train"), str(demo_root / "test"), "--quiet",
-                 "--workers", "1"])
+def test_compare_prints_leakcheck_lines(
+    demo_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["compare", str(demo_root / "train"), str(demo_root / "test"), "--quiet", "--workers", "1"]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("LEAK  ") == 3
@@ -69,10 +84,13 @@ def test_installed_entry_point_runs_as_subprocess(demo_root: Path) -> None:
     assert exe is not None, "the leakaudit console script is not installed"
     result = subprocess.run(
         [exe, "scan", str(demo_root), "--quiet", "--fail-on-leak"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 1, result.stderr
     assert "LEAKAGE" in result.stdout
-    module = subprocess.run([sys.executable, "-m", "leakaudit", "env"], capture_output=True,
-                            text=True, timeout=120)
+    module = subprocess.run(
+        [sys.executable, "-m", "leakaudit", "env"], capture_output=True, text=True, timeout=120
+    )
     assert module.returncode == 0 and "leakaudit 0.1.0" in module.stdout

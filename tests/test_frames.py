@@ -16,7 +16,12 @@ def test_seed_example_groups() -> None:
     hashes = pd.DataFrame(
         {
             "path": ["a.jpg", "b.jpg", "c.jpg", "d.jpg"],
-            "hash": ["0000000000000000", "0000000000000001", "ffffffffffffffff", "1234567890abcdef"],
+            "hash": [
+                "0000000000000000",
+                "0000000000000001",
+                "ffffffffffffffff",
+                "1234567890abcdef",
+            ],
         }
     )
     out = find_duplicate_groups(hashes, threshold=5)
@@ -28,9 +33,16 @@ def test_seed_example_groups() -> None:
 def test_transitive_chain_forms_one_group() -> None:
     # a~b (4 bits), b~c (4 bits), a and c are 8 bits apart
     hashes = pd.DataFrame(
-        {"path": list("xacbz"),
-         "hash": ["ffff000000000000", "0000000000000000", "00000000000000ff",
-                  "000000000000000f", "ffffffffffffffff"]}
+        {
+            "path": list("xacbz"),
+            "hash": [
+                "ffff000000000000",
+                "0000000000000000",
+                "00000000000000ff",
+                "000000000000000f",
+                "ffffffffffffffff",
+            ],
+        }
     )
     out = find_duplicate_groups(hashes, threshold=4)
     assert out["group_id"].tolist() == [0, 1, 1, 1, 2]
@@ -38,8 +50,10 @@ def test_transitive_chain_forms_one_group() -> None:
 
 def test_missing_hashes_are_singletons_and_ids_compact() -> None:
     hashes = pd.DataFrame(
-        {"path": list("abcde"),
-         "hash": [None, "00000000000000ff", np.nan, "00000000000000fe", None]}
+        {
+            "path": list("abcde"),
+            "hash": [None, "00000000000000ff", np.nan, "00000000000000fe", None],
+        }
     )
     out = find_duplicate_groups(hashes, threshold=1)
     assert out["group_id"].tolist() == [0, 1, 2, 1, 3]
@@ -55,9 +69,19 @@ def test_low_information_rows_link_only_to_exact_copies() -> None:
     hashes = pd.DataFrame(
         {
             "path": list("abcd"),
-            "hash": ["0000000000000000", "0000000000000000", "0000000000000001", "0000000000000000"],
+            "hash": [
+                "0000000000000000",
+                "0000000000000000",
+                "0000000000000001",
+                "0000000000000000",
+            ],
             "low_information": [True, True, False, True],
-            "digest": ["aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb", "cccccccccccccccc", "aaaaaaaaaaaaaaaa"],
+            "digest": [
+                "aaaaaaaaaaaaaaaa",
+                "bbbbbbbbbbbbbbbb",
+                "cccccccccccccccc",
+                "aaaaaaaaaaaaaaaa",
+            ],
         }
     )
     out = find_duplicate_groups(hashes, threshold=5)
@@ -123,7 +147,9 @@ def test_compute_hashes_records_bad_files_in_one_warning(tmp_path: Path) -> None
 
 
 def test_compute_hashes_bad_arguments(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"split must have one label per path \(length 2\); got length 3"):
+    with pytest.raises(
+        ValueError, match=r"split must have one label per path \(length 2\); got length 3"
+    ):
         compute_hashes(["a.png", "b.png"], ["train", "test", "val"])
     with pytest.raises(ValueError, match="method must be one of"):
         compute_hashes(["a.png"], method="ahash")

@@ -54,9 +54,7 @@ def test_missing_splits_are_ignored_when_deciding_leakage() -> None:
 
 
 def test_percentages_are_rounded_to_two_decimals() -> None:
-    frame = pd.DataFrame(
-        {"split": ["train"] * 3 + ["test"] * 3, "group_id": [0, 1, 2, 0, 3, 4]}
-    )
+    frame = pd.DataFrame({"split": ["train"] * 3 + ["test"] * 3, "group_id": [0, 1, 2, 0, 3, 4]})
     report = dhash_audit(frame)
     assert report.pct_leaked_by_split.to_dict() == {"train": 33.33, "test": 33.33}
 
@@ -66,7 +64,12 @@ def test_spread_and_member_counts_use_hashes() -> None:
         {
             "path": ["a", "b", "c", "d"],
             "split": ["train", "test", "test", "val"],
-            "hash": ["0000000000000000", "000000000000000f", "00000000000000ff", "ffffffffffffffff"],
+            "hash": [
+                "0000000000000000",
+                "000000000000000f",
+                "00000000000000ff",
+                "ffffffffffffffff",
+            ],
         }
     )
     grouped = find_duplicate_groups(frame, threshold=4)

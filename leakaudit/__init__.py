@@ -1,0 +1,51 @@
+"""leakaudit: find near-duplicate images leaking across dataset splits.
+
+The pipeline, one module per stage::
+
+    loading -> hashing -> search -> grouping -> report -> cleaning
+
+The seed's five functions (``compute_hashes``, ``hamming_distance``,
+``find_duplicate_groups``, ``dhash_audit``, ``clean_splits``) work on pandas
+DataFrames; :func:`audit_splits` does everything in one call.
+"""
+
+from __future__ import annotations
+
+from leakaudit.audit import (
+    DEFAULT_METHOD,
+    DEFAULT_THRESHOLDS,
+    audit_hash_table,
+    audit_sources,
+    audit_splits,
+    list_image_files,
+)
+from leakaudit.cleaning import clean_splits
+from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
+from leakaudit.frames import compute_hashes, find_duplicate_groups
+from leakaudit.hashing import UnreadableImageWarning, hamming_distance
+from leakaudit.loading import DecodeOptions
+from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "DEFAULT_THRESHOLDS",
+    "DecodeOptions",
+    "ImageLoadError",
+    "LargeGroupWarning",
+    "LeakageError",
+    "LeakageReport",
+    "LeakauditError",
+    "UnreadableImageWarning",
+    "__version__",
+    "audit_hash_table",
+    "audit_sources",
+    "audit_splits",
+    "clean_splits",
+    "compute_hashes",
+    "dhash_audit",
+    "find_duplicate_groups",
+    "hamming_distance",
+    "list_image_files",
+]

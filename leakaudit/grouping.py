@@ -1,0 +1,368 @@
+"""Group rows linked by chains of near pairs (union-find), and measure each group's spread.
+
+The union-find is vectorised: each chunk of edges is merged into a persistent ``parent`` array by
+repeatedly hooking the larger of the two roots onto the smaller (``np.minimum.at``, so when several
+edges hook the same root the smallest target wins) and pointer jumping until the hooked roots point
+straight at their final root. Every pointer goes from a larger index to a smaller one, so no cycle
+can form, and each component's root is its smallest row, which makes the final labels come out in
+order of first appearance for free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from leakaudit._validation import check_int, describe
+from leakaudit.search import as_hash_array, iter_unique_pairs
+
+__all__ = [
+    "GroupSpread",
+    "connected_component_labels",
+    "group_labels_within",
+    "group_spread",
+]
+
+# Edges are merged in batches of at least this many (or at least the number of nodes), so that the
+# O(n) final compression work per batch stays small next to the edges themselves.
+_MIN_BATCH_EDGES = 1 << 22
+
+
+class _Forest:
+    """A union-find forest over ``0..n-1`` stored as one ``parent`` array."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = np.arange(n, dtype=np.int64)
+        self.pending: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
+        self.pending_count = 0
+        self.batch = max(_MIN_BATCH_EDGES, n)
+
+    def add(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> None:
+        self.pending.append((a, b))
+        self.pending_count += a.size
+        if self.pending_count >= self.batch:
+            self._merge_pending()
+
+    def _merge_pending(self) -> None:
+        if not self.pending:
+            return
+        a = np.concatenate([p[0] for p in self.pending])
+        b = np.concatenate([p[1] for p in self.pending])
+        self.pending, self.pending_count = [], 0
+        self._union(a, b)
+
+    def _find(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
+        parent = self.parent
+        root = parent[nodes]
+        while True:
+            up = parent[root]
+            if np.array_equal(up, root):
+                return root
+            root = up
+
+    def _union(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> None:
+        parent = self.parent
+        a = self._find(a)
+        b = self._find(b)
+        while True:
+            differ = a != b
+            if not differ.any():
+                break
+            low = np.minimum(a[differ], b[differ])
+            high = np.maximum(a[differ], b[differ])
+            # Both ends are roots; hook the larger onto the smaller. When one root is hooked by
+            # several edges, the smallest target wins; the other edges are retried next round.
+            np.minimum.at(parent, high, low)
+            # Hooked roots can form chains (a root hooked onto a root hooked in the same round);
+            # pointer jumping on them alone (every chain member is a hooked root) flattens a chain
+            # of length L in log2(L) passes.
+            hooked = high
+            while True:
+                up = parent[parent[hooked]]
+                if np.array_equal(up, parent[hooked]):
+                    break
+                parent[hooked] = up
+            a = parent[low]
+            b = parent[high]
+        # Flatten the whole forest so the next batch's roots are one lookup away.
+        self._compress()
+
+    def _compress(self) -> None:
+        parent = self.parent
+        while True:
+            up = parent[parent]
+            if np.array_equal(up, parent):
+                return
+            parent[:] = up
+
+    def labels(self) -> NDArray[np.int64]:
+        """Compact component labels in order of first appearance (roots are component minima)."""
+        self._merge_pending()
+        self._compress()
+        parent = self.parent
+        is_root = parent == np.arange(parent.size)
+        label_of_root = np.cumsum(is_root) - 1
+        return label_of_root[parent].astype(np.int64)
+
+
+def connected_component_labels(
+    n: int, edge_chunks: Iterable[NDArray[np.int64]]
+) -> NDArray[np.int64]:
+    """Label the connected components of a graph on ``n`` nodes given as streamed edge chunks.
+
+    A vectorised union-find: memory is one ``int64`` per node plus one batch of edges, so the edges
+    can come from a generator and need never exist all at once.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes, ``0..n-1``.
+    edge_chunks : iterable of ndarray of int64, shape (k, 2)
+        Edges, in any order and direction; repeats and self-loops are allowed.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        Component labels ``0..g-1`` in order of first appearance: node 0 gets 0, the next node not
+        in component 0 gets 1, and so on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> edges = [np.array([[3, 1], [4, 5]]), np.array([[5, 2]])]
+    >>> connected_component_labels(6, edges).tolist()
+    [0, 1, 2, 1, 2, 2]
+    """
+    size = check_int("n", n, 0)
+    forest = _Forest(size)
+    for chunk in edge_chunks:
+        edges = np.asarray(chunk)
+        if edges.size == 0:
+            continue
+        if edges.ndim != 2 or edges.shape[1] != 2 or edges.dtype.kind not in "ui":
+            raise TypeError(
+                "edge_chunks must hold integer arrays of shape (k, 2); "
+                f"got a {edges.dtype} array of shape {edges.shape}."
+            )
+        if int(edges.min()) < 0 or int(edges.max()) >= size:
+            raise ValueError(
+                f"edge_chunks must hold node ids in [0, {size - 1}]; "
+                f"got ids from {int(edges.min())} to {int(edges.max())}."
+            )
+        edges = edges.astype(np.int64, copy=False)
+        forest.add(edges[:, 0].copy(), edges[:, 1].copy())
+    return forest.labels()
+
+
+def _check_mask(name: str, mask: object, n: int) -> NDArray[np.bool_]:
+    array = np.asarray(mask)
+    if array.dtype != np.bool_ or array.shape != (n,):
+        raise TypeError(
+            f"{name} must be a boolean array of shape ({n},); "
+            f"got a {array.dtype} array of shape {array.shape}."
+        )
+    return array
+
+
+def _first_appearance(ids: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Relabel arbitrary ids as ``0..g-1`` in order of first appearance."""
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
+
+
+def group_labels_within(
+    hashes: NDArray[np.uint64],
+    threshold: int,
+    *,
+    valid: NDArray[np.bool_] | None = None,
+    linkable: NDArray[np.bool_] | None = None,
+) -> NDArray[np.int64]:
+    """Group rows linked, directly or through a chain, by hashes within ``threshold`` bits.
+
+    Grouping is transitive: if A is within the threshold of B and B of C, all three share a group
+    even when A and C are further apart. Identical hashes are merged directly; near pairs are
+    streamed from the exact index of :mod:`leakaudit.search` into a vectorised union-find, so the
+    pairs (which can number tens of millions on real data) are never all held in memory.
+
+    Parameters
+    ----------
+    hashes : ndarray of uint64, shape (n,)
+        One 64-bit perceptual hash per row.
+    threshold : int
+        Largest Hamming distance (inclusive) of a direct link, in ``[0, 64]``.
+    valid : ndarray of bool, shape (n,), optional
+        Rows whose hash is meaningless (unreadable image) are ``False``; each becomes a singleton.
+    linkable : ndarray of bool, shape (n,), optional
+        Rows that must take part in no hash link, not even with an identical hash (e.g. blank
+        images, whose hashes collide by construction); each becomes a singleton here, and the
+        caller links them by other means (say, a byte hash).
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        Group labels ``0..g-1`` in order of first appearance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hashes = np.array([0b0000, 0b1111_0000, 0b0011, 0b0111, 0b0000], dtype=np.uint64)
+    >>> group_labels_within(hashes, 2).tolist()
+    [0, 1, 0, 0, 0]
+    >>> group_labels_within(hashes, 2, valid=np.array([True, True, False, True, True])).tolist()
+    [0, 1, 2, 3, 0]
+    """
+    h = as_hash_array(hashes)
+    t = check_int("threshold", threshold, 0, 64)
+    n = h.size
+    active = np.ones(n, dtype=np.bool_)
+    if valid is not None:
+        active &= _check_mask("valid", valid, n)
+    if linkable is not None:
+        active &= _check_mask("linkable", linkable, n)
+    rows = np.flatnonzero(active)
+    unique, inverse = np.unique(h[rows], return_inverse=True)
+    forest = _Forest(unique.size)
+    for a, b in iter_unique_pairs(unique, t):
+        forest.add(a, b)
+    component = np.empty(n, dtype=np.int64)
+    unique_labels = forest.labels()
+    component[rows] = unique_labels[inverse.reshape(-1)]
+    outside = np.flatnonzero(~active)
+    component[outside] = unique.size + np.arange(outside.size)
+    return _first_appearance(component)
+
+
+@dataclass(frozen=True)
+class GroupSpread:
+    """One row of :func:`group_spread`: how far apart the members of one group are.
+
+    Attributes
+    ----------
+    group_id : int
+        The group label.
+    n_members : int
+        Rows in the group.
+    max_distance : int
+        Largest Hamming distance between two members (over a sample when ``sampled``); because
+        grouping is transitive this can exceed the linking threshold, which is worth reviewing.
+    sampled : bool
+        Whether the group had more than ``max_members`` rows, so ``max_distance`` is the largest
+        distance within a random sample of them (a lower bound).
+    """
+
+    group_id: int
+    n_members: int
+    max_distance: int
+    sampled: bool
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        """Return the column names of :func:`group_spread`'s frame, in order."""
+        return [field.name for field in fields(cls)]
+
+
+# Pairwise-distance blocks of at most this many elements (uint64 xor, then uint8 counts).
+_SPREAD_BLOCK = 1 << 22
+
+
+def _max_pairwise(members: NDArray[np.uint64]) -> NDArray[np.int64]:
+    """Largest pairwise Hamming distance in each row of a ``(g, s)`` matrix of hashes."""
+    g, s = members.shape
+    result = np.empty(g, dtype=np.int64)
+    step = max(1, _SPREAD_BLOCK // (s * s))
+    for g0 in range(0, g, step):
+        block = members[g0 : g0 + step]
+        distance = np.bitwise_count(block[:, :, None] ^ block[:, None, :])
+        result[g0 : g0 + step] = distance.reshape(block.shape[0], -1).max(axis=1)
+    return result
+
+
+def group_spread(
+    hashes: NDArray[np.uint64],
+    labels: NDArray[np.int64],
+    *,
+    max_members: int = 200,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Return the largest pairwise distance within each group of two or more rows.
+
+    Exact for groups of up to ``max_members`` rows; larger groups are measured on a random sample
+    of ``max_members`` rows (a lower bound, flagged ``sampled``), which keeps the cost linear.
+
+    Parameters
+    ----------
+    hashes : ndarray of uint64, shape (n,)
+        One 64-bit perceptual hash per row.
+    labels : ndarray of int, shape (n,)
+        Group label of each row, as from :func:`group_labels_within`.
+    max_members : int, default 200
+        Largest group measured exactly; at least 2.
+    seed : int, default 0
+        Seed of the sampling of larger groups.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``group_id``, ``n_members``, ``max_distance`` (int64) and ``sampled`` (bool), one
+        row per multi-member group, sorted by ``group_id``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hashes = np.array([0b0000, 0b1111_0000, 0b0011, 0b0111, 0b0000], dtype=np.uint64)
+    >>> labels = group_labels_within(hashes, 2)
+    >>> group_spread(hashes, labels)
+       group_id  n_members  max_distance  sampled
+    0         0          4             3    False
+    """
+    h = as_hash_array(hashes)
+    limit = check_int("max_members", max_members, 2)
+    random_seed = check_int("seed", seed, 0)
+    group = np.asarray(labels)
+    if group.shape != h.shape or (group.size and group.dtype.kind not in "ui"):
+        raise TypeError(
+            f"labels must be an integer array of shape {h.shape}; got {describe(labels)}."
+        )
+    ids, inverse, counts = np.unique(group, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    starts = np.cumsum(counts) - counts
+    multi = np.flatnonzero(counts >= 2)
+    spread = np.zeros(ids.size, dtype=np.int64)
+
+    exact = multi[counts[multi] <= limit]
+    # Groups are padded to the next power of two with copies of their last member (a copy does
+    # not change the largest distance), so each size class is one dense block computation.
+    size_class = 1 << np.ceil(np.log2(np.maximum(counts[exact], 2))).astype(np.int64)
+    size_class = np.minimum(size_class, limit)
+    for width in np.unique(size_class).tolist():
+        chosen = exact[size_class == width]
+        slots = np.minimum(np.arange(width)[None, :], counts[chosen][:, None] - 1)
+        spread[chosen] = _max_pairwise(h[order[starts[chosen][:, None] + slots]])
+
+    rng = np.random.default_rng(random_seed)
+    large = multi[counts[multi] > limit]
+    if large.size:
+        picks = np.stack(
+            [starts[g] + rng.choice(counts[g], size=limit, replace=False) for g in large.tolist()]
+        )
+        spread[large] = _max_pairwise(h[order[picks]])
+
+    frame: pd.DataFrame = pd.DataFrame(
+        {
+            "group_id": ids[multi].astype(np.int64),
+            "n_members": counts[multi].astype(np.int64),
+            "max_distance": spread[multi],
+            "sampled": counts[multi] > limit,
+        },
+        columns=GroupSpread.columns(),
+    )
+    return frame

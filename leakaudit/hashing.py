@@ -1,0 +1,786 @@
+"""Perceptual hashes (dHash, pHash) of images, hex encoding, and Hamming distances.
+
+Both hashes are computed from one decode: :func:`leakaudit.loading.load_reduced_grey`
+returns a small greyscale image, which is resized with Lanczos to
+
+* 9 wide x 8 high for **dHash**: bit ``(r, c)`` is set when
+  ``pixel[r, c + 1] > pixel[r, c]`` (``imagehash.dhash``);
+* 32 x 32 for **pHash**: the unnormalised DCT-II of both axes (what
+  ``scipy.fftpack.dct`` computes, done here with a precomputed matrix), keep the
+  low-frequency 8 x 8 block *including* the DC term, and set bit ``(r, c)`` when
+  that coefficient is above the median of the 64 (``imagehash.phash``).
+
+Bit order
+---------
+A hash is a ``uint64``. The 8 x 8 bit matrix is read row-major, and the first
+element (row 0, column 0) is the **most significant** bit. Printed as 16 lowercase
+hex digits this is exactly ``str(imagehash.phash(image))`` /
+``str(imagehash.dhash(image))`` for images that need no reduction or flattening.
+
+Hashes of near-flat images are noise: their 63 AC coefficients are all close to
+zero and the median split flips at random. Such images are flagged with
+``low_information=True`` so the search can treat them separately.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+import os
+import re
+import sys
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from leakaudit._progress import Progress, progress_enabled
+from leakaudit._validation import check_choice, check_int, check_workers, describe
+from leakaudit.errors import ImageLoadError
+from leakaudit.loading import (
+    _DEFAULT_OPTIONS,
+    DecodeOptions,
+    ImageSource,
+    grey_from_bytes,
+    grey_from_pil,
+    read_source,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "HASH_METHODS",
+    "HashTable",
+    "ImageHashes",
+    "UnreadableImageWarning",
+    "hamming_distance",
+    "hash_image",
+    "hash_sources",
+    "hashes_to_hex",
+    "hex_to_hashes",
+    "popcount64",
+]
+
+HASH_METHODS: tuple[str, ...] = ("dhash", "phash")
+ON_ERROR_CHOICES = ("warn", "raise", "ignore")
+
+# Below this many items a process pool costs more to start than it saves.
+PARALLEL_MIN_ITEMS = 200
+
+# Low-information criterion: the RMS of the 63 AC coefficients of the low 8 x 8 DCT
+# block pHash thresholds, in orthonormal units (grey levels). The 32 x 32 thumbnail
+# is rounded to 8 bits, which alone puts noise of RMS 0.29 on every coefficient, and
+# JPEG ringing/resampling add as much again. pHash compares each coefficient to
+# their median; when the coefficients themselves are only a few times that noise,
+# which side of the median each lands on is chance and the hash is not
+# reproducible (a solid colour is the extreme: all 63 are 0 plus float noise).
+# Measuring the *low band* rather than the thumbnail's standard deviation
+# separates structure from noise better: a real image or a gradient puts its
+# energy in low frequencies (this RMS is ~3.5 x its std), white noise spreads it
+# evenly (~1.4 x). Measured: solid colours and JPEGs of them give 0; flat fields
+# with sensor noise of std <= 8 give < 2; a 3-level gradient gives 3.3; real
+# photos squeezed into 10 grey levels give 2.4-16; ordinary photos 30-200.
+LOW_INFORMATION_RMS = 2.0
+
+_PHASH_SIZE = 32
+_HASH_SIDE = 8
+_LANCZOS = Image.Resampling.LANCZOS
+
+
+def _dct_ii_matrix(n: int, keep: int) -> NDArray[np.float64]:
+    # Row k of the unnormalised DCT-II (scipy.fftpack.dct, type 2, norm=None):
+    # y[k] = 2 * sum_n x[n] * cos(pi * k * (2n + 1) / (2N)).
+    k = np.arange(keep, dtype=np.float64)[:, None]
+    i = np.arange(n, dtype=np.float64)[None, :]
+    return 2.0 * np.cos(np.pi * k * (2.0 * i + 1.0) / (2.0 * n))
+
+
+_DCT_LOW = _dct_ii_matrix(_PHASH_SIZE, _HASH_SIDE)  # (8, 32)
+_DCT_LOW_T = np.ascontiguousarray(_DCT_LOW.T)
+
+
+def _ac_orthonormal_scale(n: int, keep: int) -> NDArray[np.float64]:
+    # Factors turning unnormalised DCT-II coefficients into orthonormal ones
+    # (norm="ortho"), with the DC term zeroed: sqrt(1/4N) for k = 0, sqrt(1/2N) else.
+    axis = np.full(keep, np.sqrt(1.0 / (2.0 * n)))
+    axis[0] = np.sqrt(1.0 / (4.0 * n))
+    scale = np.outer(axis, axis).ravel()
+    scale[0] = 0.0
+    return scale
+
+
+_MEDIAN_LOW = _HASH_SIDE * _HASH_SIDE // 2 - 1  # index of the lower middle value
+_AC_SCALE = _ac_orthonormal_scale(_PHASH_SIZE, _HASH_SIDE)  # (64,), DC = 0
+# sum(ac ** 2) / 63 < RMS ** 2, without the square root.
+_LOW_INFORMATION_ENERGY = LOW_INFORMATION_RMS**2 * (_HASH_SIDE * _HASH_SIDE - 1)
+
+
+class UnreadableImageWarning(UserWarning):
+    """Some images could not be read; they are recorded as invalid rows, not hashed."""
+
+
+@dataclass(frozen=True)
+class ImageHashes:
+    """The hashes of one image.
+
+    Attributes
+    ----------
+    phash, dhash : int
+        64-bit perceptual hashes (see the module docstring for the bit order).
+    low_information : bool
+        The image is (nearly) flat; its pHash is not reproducible.
+    digest : int
+        64-bit BLAKE2b of the encoded file bytes (for a PIL image: of its mode,
+        size and pixel bytes); equal digests mean identical files.
+    """
+
+    phash: int
+    dhash: int
+    low_information: bool
+    digest: int
+
+
+@dataclass
+class HashTable:
+    """Hashes of many images, one row per source, in input order.
+
+    Attributes
+    ----------
+    sources : list of str
+        ``str(path)``, or ``"<bytes #i>"`` / ``"<PIL image #i>"`` for in-memory items.
+    phash, dhash, digest : numpy.ndarray of uint64
+        The hashes; 0 in invalid rows.
+    low_information : numpy.ndarray of bool
+        Near-flat images whose pHash is noise (False in invalid rows).
+    valid : numpy.ndarray of bool
+        False where the image could not be read.
+    errors : dict of int to str
+        Row index -> reason, for every invalid row.
+    """
+
+    sources: list[str]
+    phash: NDArray[np.uint64]
+    dhash: NDArray[np.uint64]
+    digest: NDArray[np.uint64]
+    low_information: NDArray[np.bool_]
+    valid: NDArray[np.bool_]
+    errors: dict[int, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return the table as a DataFrame with hex-string hashes (missing where invalid).
+
+        Examples
+        --------
+        >>> from PIL import Image
+        >>> table = hash_sources([Image.new("L", (64, 64), 0)])
+        >>> list(table.to_frame().columns)
+        ['source', 'phash', 'dhash', 'digest', 'low_information', 'valid', 'error']
+        """
+        import pandas as pd
+
+        def column(values: NDArray[np.uint64]) -> list[str | None]:
+            texts = hashes_to_hex(values)
+            return [t if ok else None for t, ok in zip(texts, self.valid.tolist(), strict=True)]
+
+        frame: pd.DataFrame = pd.DataFrame(
+            {
+                "source": self.sources,
+                "phash": column(self.phash),
+                "dhash": column(self.dhash),
+                "digest": column(self.digest),
+                "low_information": self.low_information,
+                "valid": self.valid,
+                "error": [self.errors.get(i) for i in range(len(self.sources))],
+            }
+        )
+        return frame
+
+
+def _pack_bits(bits: NDArray[np.bool_]) -> int:
+    # np.packbits is big-endian within each byte: bits[0] becomes the MSB.
+    return int.from_bytes(np.packbits(bits).tobytes(), "big")
+
+
+def _hashes_from_grey(grey: Image.Image) -> tuple[int, int, bool]:
+    # frombuffer(tobytes()) is several times cheaper than np.asarray(image) on
+    # images this small, and this function runs once per image.
+    thumb = np.frombuffer(
+        grey.resize((_PHASH_SIZE, _PHASH_SIZE), _LANCZOS).tobytes(), dtype=np.uint8
+    ).reshape(_PHASH_SIZE, _PHASH_SIZE)
+    low = (_DCT_LOW @ thumb.astype(np.float64) @ _DCT_LOW_T).ravel()
+    # The median of 64 values, as np.median computes it (mean of the two middle
+    # values), without np.median's per-call overhead.
+    middle = np.partition(low, (_MEDIAN_LOW, _MEDIAN_LOW + 1))
+    median = (middle[_MEDIAN_LOW] + middle[_MEDIAN_LOW + 1]) / 2.0
+    phash = _pack_bits(low > median)
+    strip = np.frombuffer(
+        grey.resize((_HASH_SIDE + 1, _HASH_SIDE), _LANCZOS).tobytes(), dtype=np.uint8
+    ).reshape(_HASH_SIDE, _HASH_SIDE + 1)
+    dhash = _pack_bits((strip[:, 1:] > strip[:, :-1]).ravel())
+    ac = low * _AC_SCALE
+    low_information = bool(ac @ ac < _LOW_INFORMATION_ENERGY)
+    return phash, dhash, low_information
+
+
+def _digest_bytes(data: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+def _digest_pil(image: Image.Image) -> int:
+    h = hashlib.blake2b(digest_size=8)
+    h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
+    h.update(image.tobytes())
+    return int.from_bytes(h.digest(), "big")
+
+
+def hash_image(source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS) -> ImageHashes:
+    """Compute pHash, dHash, the low-information flag and the byte digest of one image.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes or PIL.Image.Image
+        A path, the encoded bytes of an image file, or an opened image.
+    options : DecodeOptions, optional
+        Decoding settings (reduced decode, EXIF orientation, background, size limit).
+
+    Returns
+    -------
+    ImageHashes
+
+    Raises
+    ------
+    ImageLoadError
+        The image cannot be read; ``reason`` says why.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from PIL import Image
+    >>> ramp = Image.fromarray(np.tile(np.arange(0, 256, 4, dtype=np.uint8), (64, 1)))
+    >>> h = hash_image(ramp)
+    >>> f"{h.dhash:016x}", h.low_information
+    ('ffffffffffffffff', False)
+    >>> hash_image(Image.new("RGB", (50, 50), "navy")).low_information
+    True
+    """
+    if not isinstance(options, DecodeOptions):
+        raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    if isinstance(source, Image.Image):
+        name = "<in-memory PIL image>"
+        grey = grey_from_pil(source, name, options)
+        digest = _digest_pil(source)
+    else:
+        name, data = read_source(source, "<in-memory bytes>")
+        grey = grey_from_bytes(data, name, options)
+        digest = _digest_bytes(data)
+    phash, dhash, low_information = _hashes_from_grey(grey)
+    return ImageHashes(phash, dhash, low_information, digest)
+
+
+# One result per item: the four values, or the failure reason.
+_ItemResult: TypeAlias = "tuple[int, int, bool, int] | str"
+
+
+def _hash_encoded(source: str | bytes, name: str, options: DecodeOptions) -> _ItemResult:
+    try:
+        name, data = read_source(source, name)
+        grey = grey_from_bytes(data, name, options)
+        phash, dhash, low_information = _hashes_from_grey(grey)
+    except ImageLoadError as exc:
+        return exc.reason
+    return phash, dhash, low_information, _digest_bytes(data)
+
+
+def _hash_pil(image: Image.Image, name: str, options: DecodeOptions) -> _ItemResult:
+    try:
+        grey = grey_from_pil(image, name, options)
+        phash, dhash, low_information = _hashes_from_grey(grey)
+    except ImageLoadError as exc:
+        return exc.reason
+    return phash, dhash, low_information, _digest_pil(image)
+
+
+def _hash_chunk(
+    sources: list[str | bytes], names: list[str], options: DecodeOptions
+) -> list[_ItemResult]:
+    """Worker entry point: hash a chunk of paths/bytes (runs in a pool process)."""
+    return [_hash_encoded(s, n, options) for s, n in zip(sources, names, strict=True)]
+
+
+def _normalise_sources(
+    sources: Sequence[ImageSource],
+) -> tuple[list[str | bytes | Image.Image], list[str]]:
+    if isinstance(sources, (str, bytes, bytearray, os.PathLike, Image.Image)):
+        raise TypeError(
+            "sources must be a sequence of paths, bytes or PIL images; "
+            f"got a single {type(sources).__name__}. Wrap it in a list."
+        )
+    items: list[str | bytes | Image.Image] = []
+    names: list[str] = []
+    for i, source in enumerate(sources):
+        if isinstance(source, str):
+            items.append(source)
+            names.append(source)
+        elif isinstance(source, os.PathLike):
+            path = os.fspath(source)
+            if not isinstance(path, str):
+                raise TypeError(f"sources[{i}] must be a str path; got {describe(source)}.")
+            items.append(path)
+            names.append(path)
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            items.append(bytes(source))
+            names.append(f"<bytes #{i}>")
+        elif isinstance(source, Image.Image):
+            items.append(source)
+            names.append(f"<PIL image #{i}>")
+        else:
+            raise TypeError(
+                f"sources[{i}] must be a path, bytes or a PIL image; got {type(source).__name__}."
+            )
+    return items, names
+
+
+def _pool_context() -> Any:
+    method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # Workers fork from a server that has already imported numpy/Pillow/leakaudit,
+        # instead of each importing them again. Only takes effect if the server
+        # is not running yet.
+        context.set_forkserver_preload(["leakaudit.hashing"])
+    return context
+
+
+def _chunks(indices: list[int], size: int) -> list[list[int]]:
+    return [indices[i : i + size] for i in range(0, len(indices), size)]
+
+
+def hash_sources(
+    sources: Sequence[ImageSource],
+    *,
+    options: DecodeOptions = _DEFAULT_OPTIONS,
+    workers: int | None = None,
+    progress: bool | None = None,
+    on_error: str = "warn",
+) -> HashTable:
+    """Hash many images, in parallel, recording (not raising) every failure.
+
+    Parameters
+    ----------
+    sources : sequence of str, os.PathLike, bytes or PIL.Image.Image
+        Paths, encoded image bytes, or opened images, in any mix.
+    options : DecodeOptions, optional
+        Decoding settings shared by all images.
+    workers : int or None, default None
+        Processes to use; None means every usable core. Batches under 200 items,
+        and ``workers=1``, run in this process. PIL images are always hashed in
+        this process (no pickling of pixel buffers). On Linux the pool uses the
+        ``forkserver`` start method, elsewhere ``spawn``: as with any
+        multiprocessing code, call this from under ``if __name__ == "__main__":``
+        in scripts.
+    progress : bool or None, default None
+        Draw a progress bar on stderr. None: only when stderr is a terminal and
+        there are at least 500 items.
+    on_error : {"warn", "raise", "ignore"}, default "warn"
+        What to do about unreadable images besides recording them in
+        ``HashTable.errors``: emit one :class:`UnreadableImageWarning` naming them,
+        raise the first :class:`~leakaudit.errors.ImageLoadError`, or stay silent.
+
+    Returns
+    -------
+    HashTable
+        One row per source, in input order; unreadable rows have ``valid=False``.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image
+    >>> buffer = io.BytesIO()
+    >>> Image.effect_noise((96, 96), 40).save(buffer, "PNG")
+    >>> table = hash_sources([buffer.getvalue(), b"not an image"], on_error="ignore")
+    >>> table.valid.tolist(), table.errors
+    ([True, False], {1: 'not a recognised image format'})
+    """
+    check_choice("on_error", on_error, ON_ERROR_CHOICES)
+    if not isinstance(options, DecodeOptions):
+        raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    n_workers = check_workers(workers)
+    items, names = _normalise_sources(sources)
+    n = len(items)
+    results: list[_ItemResult | None] = [None] * n
+    bar = Progress(n, label="hashing", enabled=progress_enabled(progress, n))
+    raise_first = on_error == "raise"
+
+    def store(index: int, result: _ItemResult) -> None:
+        results[index] = result
+        if raise_first and isinstance(result, str):
+            raise ImageLoadError(names[index], result)
+
+    try:
+        encoded = [i for i, item in enumerate(items) if not isinstance(item, Image.Image)]
+        in_memory = [i for i, item in enumerate(items) if isinstance(item, Image.Image)]
+        if n_workers > 1 and len(encoded) >= PARALLEL_MIN_ITEMS:
+            _hash_in_pool(items, names, encoded, in_memory, options, n_workers, store, bar)
+        else:
+            for i in range(n):
+                item = items[i]
+                if isinstance(item, Image.Image):
+                    store(i, _hash_pil(item, names[i], options))
+                else:
+                    store(i, _hash_encoded(item, names[i], options))
+                bar.update()
+    finally:
+        bar.close()
+
+    table = _assemble(names, results)
+    if table.errors and on_error == "warn":
+        warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=2)
+    return table
+
+
+def _hash_in_pool(
+    items: list[str | bytes | Image.Image],
+    names: list[str],
+    encoded: list[int],
+    in_memory: list[int],
+    options: DecodeOptions,
+    n_workers: int,
+    store: Callable[[int, _ItemResult], None],
+    bar: Progress,
+) -> None:
+    # Small chunks balance the load and keep the bar moving; a chunk of ~32 images
+    # is tens of milliseconds of work, far above the per-task IPC cost.
+    size = max(4, min(64, len(encoded) // (n_workers * 8) or 1))
+    chunks = _chunks(encoded, size)
+    local: dict[int, list[_ItemResult]] = {}
+    pil_results: dict[int, _ItemResult] = {}
+    broken: BaseException | None = None
+
+    def encoded_items(chunk: list[int]) -> list[str | bytes]:
+        return [cast("str | bytes", items[i]) for i in chunk]
+
+    def hash_here(chunk: list[int]) -> list[_ItemResult]:
+        return _hash_chunk(encoded_items(chunk), [names[i] for i in chunk], options)
+
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=_pool_context()) as pool:
+        try:
+            futures = [
+                pool.submit(_hash_chunk, encoded_items(chunk), [names[i] for i in chunk], options)
+                for chunk in chunks
+            ]
+            # A fresh pool needs a few hundred milliseconds (a new interpreter
+            # importing numpy, Pillow, leakaudit) before its first result. Work here
+            # meanwhile: in-memory images first (never pickled), then chunks taken
+            # from the end of the queue that no worker has claimed yet.
+            for i in in_memory:
+                image = items[i]
+                assert isinstance(image, Image.Image)
+                pil_results[i] = _hash_pil(image, names[i], options)
+                bar.update()
+            last = len(chunks) - 1
+            while last > 0 and not futures[0].done() and futures[last].cancel():
+                local[last] = hash_here(chunks[last])
+                bar.update(len(chunks[last]))
+                last -= 1
+            # Stored in input order, so on_error="raise" reports the same (first)
+            # failure as a serial run.
+            pending_pil = sorted(pil_results)
+            for number, chunk in enumerate(chunks):
+                if number in local:
+                    results = local.pop(number)
+                else:
+                    try:
+                        results = futures[number].result()
+                    except BrokenProcessPool as exc:  # a worker died or could not start
+                        broken = broken or exc
+                        results = hash_here(chunk)
+                    bar.update(len(chunk))
+                while pending_pil and pending_pil[0] < chunk[0]:
+                    index = pending_pil.pop(0)
+                    store(index, pil_results[index])
+                for i, result in zip(chunk, results, strict=True):
+                    store(i, result)
+            for index in pending_pil:
+                store(index, pil_results[index])
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    if broken is not None:
+        warnings.warn(
+            f"the worker processes failed ({broken}); the images they had not hashed "
+            "were hashed in this process instead.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _assemble(names: list[str], results: Sequence[_ItemResult | None]) -> HashTable:
+    n = len(names)
+    phash = np.zeros(n, dtype=np.uint64)
+    dhash = np.zeros(n, dtype=np.uint64)
+    digest = np.zeros(n, dtype=np.uint64)
+    low_information = np.zeros(n, dtype=np.bool_)
+    valid = np.zeros(n, dtype=np.bool_)
+    errors: dict[int, str] = {}
+    for i, result in enumerate(results):
+        if isinstance(result, tuple):
+            phash[i], dhash[i], low_information[i], digest[i] = result
+            valid[i] = True
+        else:
+            errors[i] = result if result is not None else "not processed"
+    return HashTable(
+        sources=list(names),
+        phash=phash,
+        dhash=dhash,
+        digest=digest,
+        low_information=low_information,
+        valid=valid,
+        errors=errors,
+    )
+
+
+def _summarise_errors(table: HashTable, shown: int = 10) -> str:
+    failed = sorted(table.errors)
+    listed = "; ".join(f"{table.sources[i]} ({table.errors[i]})" for i in failed[:shown])
+    more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""
+    noun = "image" if len(failed) == 1 else "images"
+    return (
+        f"{len(failed)} of {len(table.sources)} {noun} could not be read and were left "
+        f"out (valid=False; reasons in HashTable.errors): {listed}{more}."
+    )
+
+
+# ----------------------------------------------------------------------------- hex
+
+
+def hashes_to_hex(values: NDArray[np.uint64], *, n_bits: int = 64) -> list[str]:
+    """Format hashes as zero-padded lowercase hex strings (16 characters for 64 bits).
+
+    Parameters
+    ----------
+    values : array of uint64
+        The hashes.
+    n_bits : int, default 64
+        Bits per hash; the strings have ``ceil(n_bits / 4)`` characters and only
+        the low ``n_bits`` bits are kept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hashes_to_hex(np.array([0, 2**64 - 1, 0xABC], dtype=np.uint64))
+    ['0000000000000000', 'ffffffffffffffff', '0000000000000abc']
+    >>> hashes_to_hex(np.array([0xFF01], dtype=np.uint64), n_bits=16)
+    ['ff01']
+    """
+    n_bits = check_int("n_bits", n_bits, 1, 64)
+    array = np.asarray(values)
+    if array.dtype != np.uint64:
+        if array.size and (array.dtype.kind not in "iu" or (array < 0).any()):
+            raise ValueError(f"values must be non-negative integers; got dtype {array.dtype}.")
+        array = array.astype(np.uint64)
+    array = array.ravel()
+    if n_bits == 64:
+        # One C-level hex conversion of the big-endian bytes, then slicing.
+        text = array.astype(">u8").tobytes().hex()
+        return [text[i : i + 16] for i in range(0, len(text), 16)]
+    width = math.ceil(n_bits / 4)
+    mask = (1 << n_bits) - 1
+    return [format(v & mask, f"0{width}x") for v in array.tolist()]
+
+
+_HEX_RE = re.compile(r"[0-9a-fA-F]+\Z")
+
+
+def _is_missing(value: object) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return value != value  # NaN
+    if isinstance(value, str):
+        return value == ""
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas missing scalars
+        return True
+    return isinstance(value, np.floating) and bool(np.isnan(value))
+
+
+def _check_hex(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a hex string or missing; got {describe(value)}.")
+    if not _HEX_RE.match(value):
+        raise ValueError(f"{what} must be a hex string; got {describe(value)}.")
+    return value
+
+
+def hex_to_hashes(
+    strings: Sequence[str | None] | Iterable[str | None],
+) -> tuple[NDArray[np.uint64], NDArray[np.bool_]]:
+    """Parse hex strings (up to 16 characters) into uint64 hashes.
+
+    Parameters
+    ----------
+    strings : sequence of str or None
+        Hex strings, e.g. from :func:`hashes_to_hex` or a CSV column. None, NaN
+        and ``""`` are missing.
+
+    Returns
+    -------
+    values : numpy.ndarray of uint64
+        The hashes, 0 where missing.
+    valid : numpy.ndarray of bool
+        False where missing.
+
+    Raises
+    ------
+    ValueError
+        A string is not hex, or longer than 16 characters; the message names it.
+
+    Examples
+    --------
+    >>> values, valid = hex_to_hashes(["ffffffffffffffff", None, "0a"])
+    >>> values.tolist(), valid.tolist()
+    ([18446744073709551615, 0, 10], [True, False, True])
+    """
+    items = _as_list(strings)
+    n = len(items)
+    values = np.zeros(n, dtype=np.uint64)
+    valid = np.ones(n, dtype=np.bool_)
+    parsed: list[int] = [0] * n
+    for i, item in enumerate(items):
+        if _is_missing(item):
+            valid[i] = False
+            continue
+        text = _check_hex(item, f"strings[{i}]")
+        if len(text) > 16:
+            raise ValueError(
+                f"strings[{i}] must be at most 16 hex characters (64 bits); got {describe(text)}."
+            )
+        parsed[i] = int(text, 16)
+    if n:
+        values[:] = parsed
+    return values, valid
+
+
+def _as_list(values: object) -> list[object]:
+    if isinstance(values, (str, bytes)):
+        return [values]
+    tolist = getattr(values, "tolist", None)
+    if callable(tolist) and not isinstance(values, (list, tuple)):
+        result = tolist()
+        return list(result) if isinstance(result, list) else [result]
+    return list(cast("Iterable[object]", values))
+
+
+# ------------------------------------------------------------------------- hamming
+
+_POPCOUNT_LUT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def popcount64(values: NDArray[np.uint64]) -> NDArray[np.uint8]:
+    """Count the set bits of each uint64.
+
+    Uses ``np.bitwise_count`` (numpy >= 2.0), else a byte lookup table.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> popcount64(np.array([0, 1, 0xFF, 2**64 - 1], dtype=np.uint64)).tolist()
+    [0, 1, 8, 64]
+    """
+    array = np.asarray(values, dtype=np.uint64)
+    if hasattr(np, "bitwise_count"):
+        counts: NDArray[np.uint8] = np.bitwise_count(array).astype(np.uint8, copy=False)
+        return counts
+    as_bytes = np.ascontiguousarray(array).view(np.uint8).reshape(*array.shape, 8)
+    summed: NDArray[np.uint8] = _POPCOUNT_LUT[as_bytes].sum(axis=-1, dtype=np.uint8)
+    return summed
+
+
+def _is_scalar(value: object) -> bool:
+    if isinstance(value, (str, bytes)) or value is None:
+        return True
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0
+    return not isinstance(value, Iterable)
+
+
+def hamming_distance(hash1: Any, hash2: Any) -> Any:
+    """Count the bits that differ between hex-encoded hashes.
+
+    Parameters
+    ----------
+    hash1, hash2 : str, None, or a list / numpy array / pandas Series of them
+        Hex strings of equal length (any length: ``"ff00"`` is a 16-bit hash).
+        Vectors are compared element-wise; a length-1 side is recycled. None and
+        NaN are missing.
+
+    Returns
+    -------
+    int, pandas.NA or pandas.arrays.IntegerArray
+        For two scalars an int (``pd.NA`` when either is missing); otherwise a
+        nullable ``Int64`` array, missing wherever either input is missing.
+
+    Raises
+    ------
+    ValueError
+        Vector lengths differ (and neither is 1), two hashes have different
+        lengths, or a value is not hex.
+
+    Examples
+    --------
+    >>> hamming_distance("ff00", "ff01")
+    1
+    >>> hamming_distance(["ffff", "0000", None], "0000")
+    <IntegerArray>
+    [16, 0, <NA>]
+    Length: 3, dtype: Int64
+    >>> hamming_distance("ffffffffffffffff", None)
+    <NA>
+    """
+    import pandas as pd
+
+    scalar = _is_scalar(hash1) and _is_scalar(hash2)
+    left = [hash1] if _is_scalar(hash1) else _as_list(hash1)
+    right = [hash2] if _is_scalar(hash2) else _as_list(hash2)
+    if len(left) != len(right):
+        if len(left) == 1:
+            left = left * len(right)
+        elif len(right) == 1:
+            right = right * len(left)
+        else:
+            raise ValueError(
+                "hash1 and hash2 must have the same length, or one of them length 1; "
+                f"got {len(left)} and {len(right)}."
+            )
+    n = len(left)
+    mask = np.zeros(n, dtype=np.bool_)
+    xors: list[int] = [0] * n
+    for i, (a, b) in enumerate(zip(left, right, strict=True)):
+        missing_a, missing_b = _is_missing(a), _is_missing(b)
+        if not missing_a:
+            _check_hex(a, "hash1" if scalar else f"hash1[{i}]")
+        if not missing_b:
+            _check_hex(b, "hash2" if scalar else f"hash2[{i}]")
+        if missing_a or missing_b:
+            mask[i] = True
+            continue
+        assert isinstance(a, str) and isinstance(b, str)
+        if len(a) != len(b):
+            raise ValueError(
+                f"hashes must be the same length; got {len(a)} and {len(b)} hex characters."
+            )
+        xors[i] = int(a, 16) ^ int(b, 16)
+    counts = [x.bit_count() for x in xors]
+    if scalar:
+        return pd.NA if mask[0] else counts[0]
+    return pd.arrays.IntegerArray(np.array(counts, dtype=np.int64), mask)

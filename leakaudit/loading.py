@@ -1,0 +1,423 @@
+"""Open an image and return the small greyscale picture the hashes are computed from.
+
+Every hash in leakaudit is defined on the image returned by :func:`load_reduced_grey`:
+
+1. The declared size (from the file header) is checked against
+   ``DecodeOptions.max_pixels`` *before* any pixel is decoded, so a decompression
+   bomb is a recorded failure, never an out-of-memory kill. Pillow's global
+   ``Image.MAX_IMAGE_PIXELS`` is never modified.
+2. The image is decoded at a reduced size: the scale is the largest of
+   8, 4, 2, 1 for which both ``W // scale`` and ``H // scale`` stay
+   ``>= min_side``. JPEGs get this for free from libjpeg's DCT scaling
+   (``Image.draft``), decoding only the luma channel; every other format is
+   fully decoded and box-reduced with :meth:`PIL.Image.Image.reduce` by the
+   same scale, so a PNG and a JPEG copy of one photo hash alike.
+3. Transparency is flattened onto ``DecodeOptions.background`` (the colour a
+   viewer shows), not dropped: pixels hidden under alpha = 0 never reach the hash.
+4. 16-bit and 32-bit greyscale is rescaled to 8 bits (``convert("L")`` would
+   clip it to white).
+5. The EXIF orientation is applied last, on the small image, so the hash
+   describes the image as displayed.
+
+Only the first frame of an animated GIF/WebP/TIFF is used.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TypeAlias, cast
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from leakaudit._validation import check_int, describe
+from leakaudit.errors import ImageLoadError
+
+__all__ = ["DecodeOptions", "ImageSource", "load_reduced_grey"]
+
+ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
+"""What the loaders accept: a path, the encoded bytes of a file, or a PIL image."""
+
+# EXIF orientation tag value -> the transpose that shows the image upright
+# (the same table as PIL.ImageOps.exif_transpose).
+_ORIENTATION_TAG = 0x0112
+_TRANSPOSE_FOR_ORIENTATION = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+# For each orientation: whether the stored left column / top row becomes the
+# displayed right / bottom edge (where reduction remainders are dropped).
+_DROP_LEFT_TOP = {
+    2: (True, False),
+    3: (True, True),
+    4: (False, True),
+    6: (False, True),
+    7: (True, True),
+    8: (True, False),
+}
+_ALPHA_MODES = frozenset({"RGBA", "LA", "PA", "RGBa", "La"})
+_WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I", "F"})
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How images are decoded before hashing.
+
+    Parameters
+    ----------
+    min_side : int or None, default 64
+        Decode at a reduced size: the largest scale among 8, 4, 2, 1 that keeps
+        both sides at least ``min_side`` pixels. ``None`` decodes at full size.
+        The hashes only look at a 32 x 32 thumbnail, so 64 loses nothing that
+        matters and makes large JPEGs several times cheaper to decode.
+    exif_transpose : bool, default True
+        Apply the EXIF orientation, so the hash describes the image as a viewer
+        displays it. ``False`` hashes the stored pixels.
+    background : tuple of 3 ints, default (255, 255, 255)
+        The RGB colour transparent pixels are flattened onto.
+    max_pixels : int, default 178_956_970
+        Images whose header declares more than ``max_pixels`` pixels (W x H) are
+        reported as decompression bombs and never decoded. Pillow's own guard
+        still refuses images above ``2 * PIL.Image.MAX_IMAGE_PIXELS``; those are
+        reported the same way.
+
+    Examples
+    --------
+    >>> DecodeOptions(min_side=None).min_side is None
+    True
+    >>> DecodeOptions(background=(0, 0, 0)).background
+    (0, 0, 0)
+    """
+
+    min_side: int | None = 64
+    exif_transpose: bool = True
+    background: tuple[int, int, int] = (255, 255, 255)
+    max_pixels: int = 178_956_970
+
+    def __post_init__(self) -> None:
+        if self.min_side is not None:
+            check_int("min_side", self.min_side, 1)
+        if not isinstance(self.exif_transpose, bool):
+            raise TypeError(f"exif_transpose must be a bool; got {describe(self.exif_transpose)}.")
+        background = self.background
+        if (
+            not isinstance(background, tuple)
+            or len(background) != 3
+            or not all(
+                isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in background
+            )
+        ):
+            raise ValueError(
+                f"background must be a tuple of 3 ints in [0, 255]; got {describe(background)}."
+            )
+        check_int("max_pixels", self.max_pixels, 1)
+
+
+_DEFAULT_OPTIONS = DecodeOptions()
+
+
+def load_reduced_grey(
+    source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS
+) -> Image.Image:
+    """Decode an image to the small greyscale picture the hashes are defined on.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes or PIL.Image.Image
+        A path, the encoded bytes of an image file, or an already opened image.
+    options : DecodeOptions, optional
+        Reduction, orientation, transparency and size-limit settings.
+
+    Returns
+    -------
+    PIL.Image.Image
+        A mode ``"L"`` image, reduced by the scale described in
+        :class:`DecodeOptions`, transparency flattened, upright.
+
+    Raises
+    ------
+    ImageLoadError
+        The source cannot be read or decoded; ``reason`` says why (missing file,
+        empty file, not an image, truncated image, decompression bomb, ...).
+
+    Examples
+    --------
+    >>> from PIL import Image
+    >>> im = Image.new("RGB", (640, 480), (200, 30, 30))
+    >>> grey = load_reduced_grey(im)
+    >>> grey.mode, grey.size
+    ('L', (160, 120))
+    >>> load_reduced_grey(im, options=DecodeOptions(min_side=None)).size
+    (640, 480)
+    """
+    if not isinstance(options, DecodeOptions):
+        raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    if isinstance(source, Image.Image):
+        return grey_from_pil(source, "<in-memory PIL image>", options)
+    name, data = read_source(source, "<in-memory bytes>")
+    return grey_from_bytes(data, name, options)
+
+
+def read_source(source: object, fallback: str) -> tuple[str, bytes]:
+    """Return ``(name, encoded bytes)`` for a path or bytes source.
+
+    Raises
+    ------
+    ImageLoadError
+        The file cannot be read.
+    TypeError
+        ``source`` is neither a path nor bytes.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return fallback, bytes(source)
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(
+            f"source must be a path, bytes or a PIL image; got {type(source).__name__}."
+        )
+    name = os.fspath(source)
+    if not isinstance(name, str):
+        raise TypeError(f"source must be a str path, not bytes path; got {describe(name)}.")
+    try:
+        with open(name, "rb") as file:
+            return name, file.read()
+    except FileNotFoundError:
+        raise ImageLoadError(name, "file not found") from None
+    except IsADirectoryError:
+        raise ImageLoadError(name, "is a directory") from None
+    except PermissionError:
+        reason = "is a directory" if os.path.isdir(name) else "permission denied"
+        raise ImageLoadError(name, reason) from None
+    except OSError as exc:
+        raise ImageLoadError(name, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def reduction_scale(width: int, height: int, min_side: int | None) -> int:
+    """Return the decode scale: the largest of 8, 4, 2, 1 keeping both sides >= min_side.
+
+    Examples
+    --------
+    >>> reduction_scale(500, 375, 64)
+    4
+    >>> reduction_scale(1920, 1080, 64), reduction_scale(100, 100, 64)
+    (8, 1)
+    """
+    if min_side is None:
+        return 1
+    fit = min(width // min_side, height // min_side)
+    for scale in (8, 4, 2):
+        if fit >= scale:
+            return scale
+    return 1
+
+
+def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> Image.Image:
+    """Decode encoded image bytes to the reduced, flattened, upright greyscale image."""
+    if not data:
+        raise ImageLoadError(name, "empty file (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            # Our own max_pixels check below replaces Pillow's warning.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+            _check_declared_size(im.size, name, options)
+            scale = reduction_scale(im.width, im.height, options.min_side)
+            remainder: tuple[int, int] | None = None
+            drafted_from = im.size
+            if im.format in ("JPEG", "MPO"):
+                # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
+                # only the luma plane: the two big savings of the whole pipeline.
+                side = options.min_side or 1
+                drafted = im.draft("L", (side, side) if scale > 1 else None)
+                if drafted is not None:  # None: multi-tile JPEG, reduce after decoding
+                    # libjpeg rounds the size up; the partial last block (the
+                    # remainder) is cropped below, as for the other formats.
+                    remainder = (drafted_from[0] % scale > 0, drafted_from[1] % scale > 0)
+                    scale = 1
+            im.load()
+            orientation = _orientation(im) if options.exif_transpose else 1
+            grey = _to_grey(im, options.background)
+    except ImageLoadError:
+        raise
+    except UnidentifiedImageError:
+        raise ImageLoadError(name, "not a recognised image format") from None
+    except Image.DecompressionBombError as exc:
+        size = _declared_size(data)
+        if size is not None:
+            _check_declared_size(size, name, options)
+        raise ImageLoadError(name, f"decompression bomb: {exc}") from None
+    except MemoryError:
+        raise ImageLoadError(name, "out of memory while decoding") from None
+    except Exception as exc:  # Pillow raises many types for corrupt files
+        raise ImageLoadError(name, _describe_decode_error(exc)) from None
+    return _finish(grey, scale, orientation, remainder)
+
+
+def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> Image.Image:
+    """Apply the same pipeline to an already opened PIL image (never modified)."""
+    try:
+        _check_declared_size(image.size, name, options)
+        scale = reduction_scale(image.width, image.height, options.min_side)
+        orientation = _orientation(image) if options.exif_transpose else 1
+        grey = _to_grey(image, options.background)
+    except ImageLoadError:
+        raise
+    except MemoryError:
+        raise ImageLoadError(name, "out of memory while decoding") from None
+    except Exception as exc:
+        raise ImageLoadError(name, _describe_decode_error(exc)) from None
+    if grey is image:
+        grey = image.copy()
+    return _finish(grey, scale, orientation, None)
+
+
+def _finish(
+    grey: Image.Image, scale: int, orientation: int, remainder: tuple[int, int] | None
+) -> Image.Image:
+    """Reduce by ``scale``, then apply the EXIF ``orientation``.
+
+    When a side is not a multiple of ``scale`` the leftover pixels (``remainder``,
+    one partial block for a drafted JPEG) are dropped rather than averaged into a
+    partial block, and from the side that ends up right/bottom once the image is
+    displayed upright. The reduced image then covers exactly the same pixels
+    whatever the stored orientation, so an EXIF-rotated copy of a PNG hashes
+    exactly like the upright original, and a JPEG like a PNG of the same photo.
+    """
+    width, height = grey.size
+    if remainder is None:
+        drop_x, drop_y = width % scale, height % scale
+    else:
+        drop_x, drop_y = remainder
+    if drop_x or drop_y:
+        left_x, top_y = _DROP_LEFT_TOP.get(orientation, (False, False))
+        box = (
+            drop_x if left_x else 0,
+            drop_y if top_y else 0,
+            width if left_x else width - drop_x,
+            height if top_y else height - drop_y,
+        )
+        grey = grey.reduce(scale, box) if scale > 1 else grey.crop(box)
+    elif scale > 1:
+        grey = grey.reduce(scale)
+    transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
+    if transpose is not None:
+        grey = grey.transpose(transpose)
+    return grey
+
+
+def _check_declared_size(size: tuple[int, int], name: str, options: DecodeOptions) -> None:
+    width, height = size
+    if width * height > options.max_pixels:
+        raise ImageLoadError(
+            name,
+            f"decompression bomb: declared {width}x{height} = {width * height} pixels "
+            f"exceeds max_pixels={options.max_pixels}",
+        )
+    if width < 1 or height < 1:
+        raise ImageLoadError(name, f"empty image: declared {width}x{height}")
+
+
+def _declared_size(data: bytes) -> tuple[int, int] | None:
+    """Read the size a header declares, for files Pillow refused to open as bombs.
+
+    ``Image.open`` raises before returning the image when the size exceeds
+    twice Pillow's global limit; the format plugins themselves only parse the
+    header, so one of them tells us the declared size without decoding anything.
+    """
+    prefix = data[:16]
+    for format_id in Image.ID:
+        factory, accept = Image.OPEN[format_id]
+        try:
+            if accept is not None and not accept(prefix):
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                im = factory(io.BytesIO(data), "")
+        except Exception:
+            continue
+        return im.size
+    return None
+
+
+def _orientation(im: Image.Image) -> int:
+    try:
+        value = im.getexif().get(_ORIENTATION_TAG, 1)
+    except Exception:  # a broken EXIF block must not fail an otherwise fine image
+        return 1
+    return value if isinstance(value, int) else 1
+
+
+def _to_grey(im: Image.Image, background: tuple[int, int, int]) -> Image.Image:
+    """Return ``im`` as mode "L", transparency flattened onto ``background``."""
+    mode = im.mode
+    if mode == "L" and "transparency" not in im.info:
+        return im
+    if mode in _WIDE_GREY_MODES:
+        return _wide_grey_to_l(im)
+    if "transparency" in im.info and mode in ("P", "L", "RGB", "1"):
+        im = im.convert("RGBA")
+        mode = im.mode
+    if mode in _ALPHA_MODES:
+        if mode in ("PA", "RGBa", "La"):  # palette or premultiplied: make straight alpha
+            mode = "LA" if mode == "La" else "RGBA"
+            im = im.convert(mode)
+        alpha = im.getchannel("A")
+        grey = im.getchannel("L") if mode == "LA" else im.convert("L")
+        # paste with a mask composites grey over the flat background in one pass:
+        # out = grey * a + bg * (1 - a), the same as flattening in RGB then
+        # converting (the luma transform is linear) but on one channel.
+        flat = Image.new("L", im.size, _background_luma(background))
+        flat.paste(grey, (0, 0), alpha)
+        return flat
+    try:
+        return im.convert("L")
+    except ValueError:  # modes without a direct path to L (e.g. LAB, HSV)
+        return im.convert("RGB").convert("L")
+
+
+def _wide_grey_to_l(im: Image.Image) -> Image.Image:
+    """Rescale 16/32-bit integer or float greyscale to 8 bits.
+
+    ``I;16*`` is 0..65535 by definition. Mode ``I`` is what Pillow returns for
+    16-bit PNGs and 16/32-bit TIFFs: its values are 16-bit unless they all fit
+    in 0..255 (an 8-bit image stored wide). Mode ``F`` is taken as 0..1 when
+    its maximum is at most 1, as 0..255 when at most 255, and 16-bit otherwise.
+    """
+    arr = np.asarray(im, dtype=np.float64)
+    if arr.size == 0:
+        return Image.new("L", im.size)
+    finite_max = float(np.nanmax(arr)) if np.isfinite(arr).any() else 0.0
+    if im.mode.startswith("I;16") or finite_max > 255.0:
+        arr = arr / 257.0
+    elif im.mode == "F" and finite_max <= 1.0:
+        arr = arr * 255.0
+    arr = np.nan_to_num(arr, nan=0.0, posinf=255.0, neginf=0.0)
+    out = np.clip(np.rint(arr), 0, 255).astype(np.uint8)
+    return Image.fromarray(out)
+
+
+@lru_cache(maxsize=16)
+def _background_luma(background: tuple[int, int, int]) -> int:
+    # Pillow's own RGB -> L conversion, so a flattened pixel equals the
+    # convert("L") of the same pixel composited in RGB.
+    value = Image.new("RGB", (1, 1), background).convert("L").getpixel((0, 0))
+    return int(cast("float", value))
+
+
+def _describe_decode_error(exc: Exception) -> str:
+    text = str(exc)
+    if "truncated" in text.lower() or isinstance(exc, EOFError):
+        return "truncated image"
+    return (
+        f"cannot decode image ({type(exc).__name__}: {text})"
+        if text
+        else (f"cannot decode image ({type(exc).__name__})")
+    )

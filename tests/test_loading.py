@@ -1,0 +1,395 @@
+"""Tests of leakaudit.loading: reduced decode, formats, orientation, alpha, bombs, failures."""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from pathlib import Path
+
+import imagegen
+import numpy as np
+import pytest
+from PIL import Image
+
+from leakaudit.errors import ImageLoadError
+from leakaudit.hashing import hash_image
+from leakaudit.loading import DecodeOptions, load_reduced_grey, reduction_scale
+
+
+def distance(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
+
+
+def hashes_close(a: object, b: object, *, phash: int = 0, dhash: int = 0) -> None:
+    ha, hb = hash_image(a), hash_image(b)  # type: ignore[arg-type]
+    assert distance(ha.phash, hb.phash) <= phash
+    assert distance(ha.dhash, hb.dhash) <= dhash
+
+
+@pytest.fixture(scope="module")
+def photo() -> Image.Image:
+    return imagegen.photo_like(1, (512, 384))
+
+
+# --------------------------------------------------------------------- reduction
+
+
+@pytest.mark.parametrize(
+    ("size", "min_side", "expected"),
+    [
+        ((500, 375), 64, 4),
+        ((1920, 1080), 64, 8),
+        ((4000, 3000), 64, 8),
+        ((255, 1000), 64, 2),
+        ((127, 127), 64, 1),
+        ((128, 128), 64, 2),
+        ((64, 64), 64, 1),
+        ((10, 10), 64, 1),
+        ((5000, 5000), None, 1),
+        ((500, 375), 16, 8),
+    ],
+)
+def test_reduction_scale_is_largest_power_keeping_min_side(
+    size: tuple[int, int], min_side: int | None, expected: int
+) -> None:
+    assert reduction_scale(*size, min_side) == expected
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "TIFF"])
+def test_every_format_is_reduced_by_the_same_rule(fmt: str, photo: Image.Image) -> None:
+    grey = load_reduced_grey(imagegen.encode(photo, fmt))
+    assert grey.mode == "L"
+    assert grey.size == (128, 96)
+    full = load_reduced_grey(imagegen.encode(photo, fmt), options=DecodeOptions(min_side=None))
+    assert full.size == (512, 384)
+
+
+def test_jpeg_and_png_reduce_to_the_same_size_when_not_divisible() -> None:
+    photo = imagegen.photo_like(4, (263, 199))
+    jpeg = load_reduced_grey(imagegen.encode(photo, "JPEG", quality=95))
+    png = load_reduced_grey(imagegen.encode(photo, "PNG"))
+    assert jpeg.size == png.size == (131, 99)
+
+
+def test_reduced_decode_of_png_matches_reducing_the_full_decode(photo: Image.Image) -> None:
+    data = imagegen.encode(photo, "PNG")
+    grey = load_reduced_grey(data)
+    expected = photo.convert("L").reduce(4)
+    assert np.array_equal(np.asarray(grey), np.asarray(expected))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_jpeg_and_png_copies_hash_within_two_bits(seed: int) -> None:
+    photo = imagegen.photo_like(seed, (500, 375))
+    hashes_close(
+        imagegen.encode(photo, "PNG"), imagegen.encode(photo, "JPEG", quality=90), phash=2, dhash=2
+    )
+
+
+# ----------------------------------------------------------------------- formats
+
+
+@pytest.mark.parametrize(
+    ("fmt", "params", "mode", "tolerance"),
+    [
+        ("JPEG", {"quality": 90}, "RGB", 2),
+        ("JPEG", {"quality": 90}, "L", 2),
+        ("JPEG", {"quality": 90, "progressive": True}, "RGB", 2),
+        ("JPEG", {"quality": 90}, "CMYK", 4),
+        ("WEBP", {"quality": 90}, "RGB", 2),
+        ("WEBP", {"lossless": True}, "RGB", 0),
+        ("TIFF", {}, "RGB", 0),
+        ("TIFF", {"compression": "tiff_lzw"}, "L", 0),
+        ("BMP", {}, "RGB", 0),
+        ("PNG", {}, "L", 0),
+        ("PNG", {}, "P", 2),
+        ("GIF", {}, "P", 4),
+    ],
+)
+def test_formats_and_modes_hash_like_the_png_original(
+    photo: Image.Image, fmt: str, params: dict[str, object], mode: str, tolerance: int
+) -> None:
+    data = imagegen.encode(photo.convert(mode), fmt, **params)
+    assert Image.open(io.BytesIO(data)).mode == ("L" if fmt == "GIF" and mode == "L" else mode)
+    hashes_close(imagegen.encode(photo, "PNG"), data, phash=tolerance, dhash=tolerance + 2)
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "WEBP"])
+def test_animated_images_use_the_first_frame(fmt: str) -> None:
+    frames = [imagegen.photo_like(seed, (120, 90)) for seed in (10, 11, 12)]
+    data = imagegen.animated(frames, fmt)
+    assert Image.open(io.BytesIO(data)).n_frames == 3
+    animated, first, second = hash_image(data), hash_image(frames[0]), hash_image(frames[1])
+    assert distance(animated.phash, first.phash) <= 4
+    assert distance(animated.phash, second.phash) > 16
+
+
+# ------------------------------------------------------------------- 16-bit grey
+
+
+def _gradient(levels: float) -> np.ndarray:
+    return np.tile(np.linspace(0.0, levels, 300), (200, 1))
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "TIFF"])
+def test_16_bit_grey_hashes_like_its_8_bit_version(fmt: str) -> None:
+    eight = Image.fromarray(np.rint(_gradient(255)).astype(np.uint8))
+    sixteen = Image.fromarray(np.rint(_gradient(255) * 257).astype(np.uint16))
+    data = imagegen.encode(sixteen, fmt)
+    assert Image.open(io.BytesIO(data)).mode.startswith("I;16")
+    ours, reference = hash_image(data), hash_image(eight)
+    assert (ours.phash, ours.dhash) == (reference.phash, reference.dhash)
+    assert not ours.low_information  # convert("L") would have clipped it to flat white
+    grey = np.asarray(load_reduced_grey(data, options=DecodeOptions(min_side=None)))
+    assert grey.max() == 255 and grey.min() == 0
+
+
+def test_16_bit_photo_is_not_clipped_to_white() -> None:
+    photo = np.asarray(imagegen.photo_like(5, (200, 150), "L"), dtype=np.uint16) * 257
+    data = imagegen.encode(Image.fromarray(photo), "PNG")
+    hashes_close(data, imagegen.photo_like(5, (200, 150), "L"))
+
+
+@pytest.mark.parametrize(
+    ("array", "mode"),
+    [
+        (np.rint(_gradient(255) * 257).astype(np.int32), "I"),
+        ((_gradient(255) / 255).astype(np.float32), "F"),
+        (_gradient(255).astype(np.float32), "F"),
+    ],
+)
+def test_wide_integer_and_float_grey_is_rescaled(array: np.ndarray, mode: str) -> None:
+    image = Image.fromarray(array)
+    assert image.mode == mode
+    data = imagegen.encode(image, "TIFF")
+    eight = Image.fromarray(np.rint(_gradient(255)).astype(np.uint8))
+    hashes_close(data, eight)
+    hashes_close(image, eight)
+
+
+# ------------------------------------------------------------------- orientation
+
+
+_STORED_FOR_DISPLAY = {  # the transpose that undoes each orientation's display transpose
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_90,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_270,
+}
+
+
+@pytest.mark.parametrize("orientation", range(2, 9))
+@pytest.mark.parametrize("size", [(500, 375), (263, 199)])
+def test_exif_oriented_png_decodes_to_exactly_the_upright_image(
+    orientation: int, size: tuple[int, int]
+) -> None:
+    upright = imagegen.photo_like(3, size)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    stored = upright.transpose(_STORED_FOR_DISPLAY[orientation])
+    data = imagegen.encode(stored, "PNG", exif=exif.tobytes())
+    got = load_reduced_grey(data)
+    expected = load_reduced_grey(imagegen.encode(upright, "PNG"))
+    assert got.size == expected.size
+    assert np.array_equal(np.asarray(got), np.asarray(expected))
+
+
+def test_exif_rotated_jpeg_hashes_like_the_upright_original(photo: Image.Image) -> None:
+    rotated = imagegen.exif_oriented_jpeg(photo, 6, quality=90)
+    assert Image.open(io.BytesIO(rotated)).size == (384, 512)  # stored sideways
+    upright = imagegen.encode(photo, "JPEG", quality=90)
+    ours, reference = hash_image(rotated), hash_image(upright)
+    assert ours.phash == reference.phash
+    assert distance(ours.dhash, reference.dhash) <= 1
+
+
+def test_exif_transpose_false_hashes_the_stored_pixels(photo: Image.Image) -> None:
+    rotated = imagegen.exif_oriented_jpeg(photo, 6, quality=90)
+    raw = DecodeOptions(exif_transpose=False)
+    assert load_reduced_grey(rotated, options=raw).size == (96, 128)
+    stored = photo.transpose(Image.Transpose.ROTATE_90)
+    ours = hash_image(rotated, options=raw)
+    expected = hash_image(imagegen.encode(stored, "JPEG", quality=90))
+    assert distance(ours.phash, expected.phash) <= 2
+    assert distance(ours.phash, hash_image(photo).phash) > 10
+
+
+# ---------------------------------------------------------------------- alpha
+
+
+def test_icons_with_the_same_outline_do_not_collapse_together() -> None:
+    first = imagegen.encode(imagegen.icon(0, 1), "PNG")
+    second = imagegen.encode(imagegen.icon(0, 2), "PNG")
+    a, b = hash_image(first), hash_image(second)
+    assert distance(a.phash, b.phash) > 12
+    assert distance(a.dhash, b.dhash) > 4
+
+
+def test_pixels_hidden_under_full_transparency_never_reach_the_hash() -> None:
+    icon = imagegen.icon(0, 1)
+    other = np.asarray(icon).copy()
+    other[other[..., 3] == 0, :3] = (7, 250, 3)
+    a = hash_image(imagegen.encode(icon, "PNG"))
+    b = hash_image(imagegen.encode(Image.fromarray(other), "PNG"))
+    assert (a.phash, a.dhash) == (b.phash, b.dhash)
+
+
+def test_alpha_is_flattened_onto_the_background() -> None:
+    icon = imagegen.icon(0, 1)
+    on_white = Image.new("RGB", icon.size, (255, 255, 255))
+    on_white.paste(icon, (0, 0), icon)
+    grey = np.asarray(load_reduced_grey(icon), dtype=int)
+    expected = np.asarray(on_white.convert("L"), dtype=int)
+    assert np.abs(grey - expected).max() <= 1
+    black = load_reduced_grey(icon, options=DecodeOptions(background=(0, 0, 0)))
+    assert np.asarray(black)[0, 0] == 0 and grey[0, 0] == 255
+
+
+@pytest.mark.parametrize("mode", ["LA", "PA", "RGBa", "La"])
+def test_other_alpha_modes_are_flattened(mode: str) -> None:
+    icon = imagegen.icon(0, 1)
+    # Pillow's RGBA -> La conversion loses alpha; go through straight LA first.
+    converted = icon.convert("LA").convert(mode) if mode == "La" else icon.convert(mode)
+    grey = np.asarray(load_reduced_grey(converted), dtype=int)
+    assert grey[0, 0] == 255  # transparent corner shows the background
+    reference = np.asarray(load_reduced_grey(icon), dtype=int)
+    assert np.abs(grey - reference).mean() < 3
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "GIF"])
+def test_palette_transparency_is_flattened(fmt: str) -> None:
+    icon = imagegen.icon(0, 1)
+    palette = icon.convert("RGB").quantize(64)
+    alpha = np.asarray(icon)[..., 3]
+    indices = np.asarray(palette).copy()
+    indices[alpha == 0] = 255  # a palette slot used only for transparency
+    image = Image.fromarray(indices, mode="P")
+    colours = palette.getpalette() or []
+    image.putpalette(colours + [0] * (768 - len(colours)))
+    data = imagegen.encode(image, fmt, transparency=255)
+    opened = Image.open(io.BytesIO(data))
+    assert "transparency" in opened.info
+    grey = np.asarray(load_reduced_grey(data), dtype=int)
+    assert grey[0, 0] == 255 and grey[-1, -1] == 255
+
+
+def test_grey_png_with_transparent_colour_is_flattened() -> None:
+    arr = np.full((80, 80), 0, dtype=np.uint8)
+    arr[20:60, 20:60] = 100
+    data = imagegen.encode(Image.fromarray(arr), "PNG", transparency=0)
+    grey = np.asarray(load_reduced_grey(data))
+    assert grey[0, 0] == 255 and grey[40, 40] == 100
+
+
+# --------------------------------------------------------------- PIL image input
+
+
+def test_pil_input_is_not_modified(photo: Image.Image) -> None:
+    before = photo.copy()
+    load_reduced_grey(photo)
+    hash_image(photo)
+    assert photo.mode == "RGB" and photo.tobytes() == before.tobytes()
+
+
+def test_pil_input_hashes_like_its_png(photo: Image.Image) -> None:
+    hashes_close(photo, imagegen.encode(photo, "PNG"))
+
+
+# ---------------------------------------------------------------------- failures
+
+
+def _reason(source: object, options: DecodeOptions | None = None) -> str:
+    with pytest.raises(ImageLoadError) as info:
+        load_reduced_grey(source, options=options or DecodeOptions())  # type: ignore[arg-type]
+    assert isinstance(info.value, OSError)
+    return info.value.reason
+
+
+def test_decompression_bomb_is_refused_from_the_header_alone(tmp_path: Path) -> None:
+    limit = Image.MAX_IMAGE_PIXELS
+    bomb = imagegen.bomb_png(100_000, 100_000)
+    assert len(bomb) < 200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reason = _reason(bomb)
+    assert reason.startswith("decompression bomb: declared 100000x100000")
+    path = tmp_path / "bomb.png"
+    path.write_bytes(bomb)
+    with pytest.raises(ImageLoadError) as info:
+        load_reduced_grey(path)
+    assert info.value.path == str(path)
+    assert limit == Image.MAX_IMAGE_PIXELS
+
+
+def test_bomb_between_pillow_limits_is_refused_without_a_pillow_warning() -> None:
+    bomb = imagegen.bomb_png(15_000, 15_000)  # above MAX_IMAGE_PIXELS, below twice it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reason = _reason(bomb)
+    assert reason.startswith("decompression bomb: declared 15000x15000")
+
+
+def test_max_pixels_option_applies_to_ordinary_images(photo: Image.Image) -> None:
+    data = imagegen.encode(photo, "JPEG")
+    reason = _reason(data, DecodeOptions(max_pixels=100_000))
+    assert reason.startswith("decompression bomb: declared 512x384")
+    assert _reason(photo, DecodeOptions(max_pixels=100_000)).startswith("decompression bomb")
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_truncated_images_are_failures(fmt: str, photo: Image.Image) -> None:
+    data = imagegen.truncated(imagegen.encode(photo, fmt), 0.6)
+    assert _reason(data) == "truncated image"
+    assert _reason(data, DecodeOptions(min_side=None)) == "truncated image"
+
+
+def test_unreadable_sources_give_reasons(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jpg"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.png"
+    text.write_text("this is not an image\n")
+    assert _reason(empty) == "empty file (0 bytes)"
+    assert _reason(text) == "not a recognised image format"
+    assert _reason(tmp_path) == "is a directory"
+    assert _reason(tmp_path / "missing.png") == "file not found"
+    assert _reason(b"") == "empty file (0 bytes)"
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can read any file"
+)
+def test_permission_denied_is_a_failure(tmp_path: Path, photo: Image.Image) -> None:
+    path = tmp_path / "secret.png"
+    path.write_bytes(imagegen.encode(photo, "PNG"))
+    path.chmod(0)
+    try:
+        assert _reason(path) == "permission denied"
+    finally:
+        path.chmod(0o644)
+
+
+def test_bad_source_type_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="source must be a path, bytes or a PIL image"):
+        load_reduced_grey(123)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"min_side": 0}, ValueError, r"min_side must be an int >= 1; got 0\."),
+        ({"min_side": 2.5}, TypeError, r"min_side must be an int >= 1; got 2\.5\."),
+        ({"background": (0, 0)}, ValueError, r"background must be a tuple of 3 ints"),
+        ({"background": (0, 0, 256)}, ValueError, r"background must be a tuple of 3 ints"),
+        ({"max_pixels": 0}, ValueError, r"max_pixels must be an int >= 1; got 0\."),
+        ({"exif_transpose": "yes"}, TypeError, r"exif_transpose must be a bool"),
+    ],
+)
+def test_decode_options_are_validated(
+    kwargs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        DecodeOptions(**kwargs)  # type: ignore[arg-type]
