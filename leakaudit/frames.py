@@ -18,7 +18,8 @@ Table columns
     ``True`` for blank or near-flat images, whose perceptual hashes carry no
     meaning; they link only to byte-identical files.
 ``digest``
-    64-bit BLAKE2b of the file's bytes, as 16 hex characters (exact-copy key).
+    For low-information images, a 64-bit BLAKE2b of the file's bytes as 16 hex
+    characters (their exact-copy key); missing for the others.
 ``error``
     Why the image could not be read, or missing.
 ``group_id``
@@ -108,8 +109,11 @@ def frame_from_hash_table(
     hex_phash = np.asarray(hashes_to_hex(table.phash), dtype=object)
     hex_dhash = np.asarray(hashes_to_hex(table.dhash), dtype=object)
     hex_digest = np.asarray(hashes_to_hex(table.digest), dtype=object)
-    for column in (hex_phash, hex_dhash, hex_digest):
+    for column in (hex_phash, hex_dhash):
         column[~valid] = None
+    low_information = np.asarray(table.low_information, dtype=bool) & valid
+    # The byte digest is computed only where it is used: linking blank images to exact copies.
+    hex_digest[~low_information] = None
     chosen = hex_phash if method == "phash" else hex_dhash
     errors = np.full(len(valid), None, dtype=object)
     for index, reason in table.errors.items():
@@ -121,7 +125,7 @@ def frame_from_hash_table(
             "hash": chosen,
             "phash": hex_phash,
             "dhash": hex_dhash,
-            "low_information": np.asarray(table.low_information, dtype=bool) & valid,
+            "low_information": low_information,
             "digest": hex_digest,
             "error": errors,
         }
@@ -151,8 +155,8 @@ def compute_hashes(
         for all, or None for unsplit images.
     method : {"dhash", "phash"}, default "dhash"
         Which hash fills the ``hash`` column (the seed's default is dHash; the
-        one-call :func:`leakaudit.audit_splits` defaults to pHash, which is
-        more precise on real photos, see ``benchmarks/RESULTS.md``). Both are
+        one-call :func:`leakaudit.audit_splits` defaults to pHash and dHash
+        agreeing, more precise on real photos, see ``benchmarks/RESULTS.md``). Both are
         computed in one pass and returned as ``dhash`` and ``phash`` columns.
     workers : int, optional
         Processes to use; default all usable cores.

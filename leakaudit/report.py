@@ -66,6 +66,8 @@ class LeakageReport:
         Duplicate groups (2+ members) that stay inside one split.
     n_unreadable : int
         Images that could not be read (see ``table["error"]``).
+    n_low_information : int
+        Blank or near-flat images, linked only to byte-identical copies.
     parameters : dict
         How the audit was made (method, threshold, ...).
     table : pandas.DataFrame
@@ -79,6 +81,7 @@ class LeakageReport:
     images_by_split: pd.Series
     n_within_split_groups: int = 0
     n_unreadable: int = 0
+    n_low_information: int = 0
     parameters: dict[str, Any] = field(default_factory=dict)
     table: pd.DataFrame | None = field(default=None, repr=False)
 
@@ -139,6 +142,11 @@ class LeakageReport:
         extras = []
         if self.n_within_split_groups:
             extras.append(f"{self.n_within_split_groups} duplicate group(s) stay within one split")
+        if self.n_low_information:
+            extras.append(
+                f"{self.n_low_information} blank or near-flat image(s) were linked only to "
+                "byte-identical copies (their perceptual hashes carry no information)"
+            )
         if self.n_unreadable:
             extras.append(
                 f"{self.n_unreadable} image(s) could not be read (see the 'error' column)"
@@ -172,6 +180,7 @@ class LeakageReport:
             "n_leaked_groups": int(self.n_leaked_groups),
             "n_within_split_groups": int(self.n_within_split_groups),
             "n_unreadable": int(self.n_unreadable),
+            "n_low_information": int(self.n_low_information),
             "images_by_split": {str(k): int(v) for k, v in self.images_by_split.items()},
             "pct_leaked_by_split": {str(k): float(v) for k, v in self.pct_leaked_by_split.items()},
             "parameters": dict(self.parameters),
@@ -195,6 +204,7 @@ class LeakageReport:
             images_by_split=pd.Series(data["images_by_split"], dtype=int),
             n_within_split_groups=int(data.get("n_within_split_groups", 0)),
             n_unreadable=int(data.get("n_unreadable", 0)),
+            n_low_information=int(data.get("n_low_information", 0)),
             parameters=dict(data.get("parameters", {})),
         )
 
@@ -289,6 +299,11 @@ def dhash_audit(
         images_by_split=images_by_split,
         n_within_split_groups=n_within,
         n_unreadable=int(grouped_df["error"].notna().sum()) if "error" in grouped_df else 0,
+        n_low_information=(
+            int(grouped_df["low_information"].fillna(False).astype(bool).sum())
+            if "low_information" in grouped_df
+            else 0
+        ),
         parameters=dict(parameters or {}),
         table=grouped_df,
     )
