@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Image, load_from_disk
+
 from leakaudit.adapters.guard import assert_no_leakage
 from leakaudit.adapters.huggingface import audit_dataset_dict, clean_dataset_dict, leak_free_split
-
 from leakaudit.demo import build_demo_dataset
 from leakaudit.errors import LeakageError
 

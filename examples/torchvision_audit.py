@@ -10,12 +10,12 @@ import sys
 import tempfile
 
 import torch
-from leakaudit.adapters.guard import assert_no_leakage
-from leakaudit.adapters.torchvision import audit_datasets, clean_datasets, leak_free_random_split
 from torch.utils.data import DataLoader
 from torchvision import transforms
 from torchvision.datasets import ImageFolder
 
+from leakaudit.adapters.guard import assert_no_leakage
+from leakaudit.adapters.torchvision import audit_datasets, clean_datasets, leak_free_random_split
 from leakaudit.demo import build_demo_dataset
 from leakaudit.errors import LeakageError
 

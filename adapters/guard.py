@@ -1,0 +1,251 @@
+"""A one-call leakage guard for training scripts.
+
+:func:`assert_no_leakage` audits whatever the script is about to train on -
+folders, torchvision datasets or Hugging Face splits - and raises
+:class:`~leakaudit.errors.LeakageError` (the report attached, a summary in the
+message) when any split leaks more than allowed. No framework is imported here:
+the matching adapter is chosen from the objects given, and it imports its own.
+
+Examples
+--------
+At the top of a training script::
+
+    from leakaudit.adapters.guard import assert_no_leakage
+
+    assert_no_leakage({"train": train_set, "val": val_set}, max_fraction=0.01)
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from leakaudit._validation import describe
+from leakaudit.audit import audit_splits
+from leakaudit.errors import LeakageError
+from leakaudit.report import LeakageReport
+
+__all__ = ["assert_no_leakage", "check_leakage", "leaked_counts"]
+
+
+def leaked_counts(report: LeakageReport) -> pd.DataFrame:
+    """Per split: ``images``, ``leaked`` (images in a group spanning splits) and ``fraction``.
+
+    Counted from the report's table when it has one (exact), else from its
+    rounded percentages.
+
+    Examples
+    --------
+    >>> from leakaudit.report import dhash_audit
+    >>> report = dhash_audit(pd.DataFrame({"split": ["train", "test", "test"],
+    ...                                    "group_id": [0, 0, 1]}))
+    >>> leaked_counts(report)["leaked"].to_dict()
+    {'train': 1, 'test': 1}
+    """
+    images = report.images_by_split.astype(int)
+    if report.table is not None and {"split", "group_id"} <= set(report.table.columns):
+        table = report.table
+        in_leaked = table["group_id"].isin(report.leaked_groups["group_id"])
+        leaked = table[in_leaked & table["split"].notna()].groupby("split").size()
+        leaked = leaked.reindex(images.index, fill_value=0).astype(int)
+    else:
+        leaked = report.leaked_images_by_split().reindex(images.index, fill_value=0).astype(int)
+    fraction = (leaked / images.where(images > 0)).fillna(0.0)
+    frame: pd.DataFrame = pd.DataFrame({"images": images, "leaked": leaked, "fraction": fraction})
+    return frame
+
+
+def _check_limits(max_leaked: Any, max_fraction: Any) -> tuple[int | None, float | None]:
+    if max_leaked is not None and (
+        isinstance(max_leaked, bool) or not isinstance(max_leaked, numbers.Integral)
+        or max_leaked < 0
+    ):
+        raise ValueError(f"max_leaked must be an int >= 0 or None; got {describe(max_leaked)}.")
+    if max_fraction is not None and (
+        isinstance(max_fraction, bool) or not isinstance(max_fraction, numbers.Real)
+        or not 0.0 <= float(max_fraction) <= 1.0
+    ):
+        raise ValueError(
+            f"max_fraction must be a number in [0, 1] or None; got {describe(max_fraction)}."
+        )
+    return (
+        int(max_leaked) if max_leaked is not None else None,
+        float(max_fraction) if max_fraction is not None else None,
+    )
+
+
+def check_leakage(
+    report: LeakageReport,
+    *,
+    max_leaked: int | None = None,
+    max_fraction: float | None = None,
+) -> LeakageReport:
+    """Raise :class:`LeakageError` when a split of an audited dataset leaks more than allowed.
+
+    A split fails when more than ``max_leaked`` of its images, or more than
+    ``max_fraction`` of them, sit in a duplicate group that spans splits (either
+    limit exceeded fails). With neither limit given, any leak fails.
+
+    Parameters
+    ----------
+    report : LeakageReport
+        An audit.
+    max_leaked : int, optional
+        Leaked images allowed per split.
+    max_fraction : float, optional
+        Share of a split allowed to leak, in [0, 1] (0.01 = 1%).
+
+    Returns
+    -------
+    LeakageReport
+        ``report`` itself, when within the limits.
+
+    Raises
+    ------
+    LeakageError
+        With ``error.report`` the full report; the message names every failing
+        split with its counts and lists the worst groups.
+    """
+    if not isinstance(report, LeakageReport):
+        raise TypeError(f"report must be a LeakageReport; got {type(report).__name__}.")
+    max_leaked, max_fraction = _check_limits(max_leaked, max_fraction)
+    limit_count = 0 if max_leaked is None and max_fraction is None else max_leaked
+    counts = leaked_counts(report)
+    failing = counts[
+        (counts["leaked"] > limit_count if limit_count is not None else False)
+        | (counts["fraction"] > max_fraction if max_fraction is not None else False)
+    ]
+    if failing.empty:
+        return report
+    limits = []
+    if limit_count is not None:
+        limits.append(f"at most {limit_count} leaked image(s) per split")
+    if max_fraction is not None:
+        limits.append(f"at most {100 * max_fraction:g}% of a split")
+    details = "; ".join(
+        f"{split}: {int(leaked)} of {int(images)} images leak ({100 * fraction:.2f}%)"
+        for split, images, leaked, fraction in failing.itertuples()
+    )
+    message = (
+        f"leakage guard: {len(failing)} split(s) exceed the limit ({' and '.join(limits)}): "
+        f"{details}. {report.n_leaked_groups} duplicate group(s) span splits; the full report "
+        "is attached as error.report.\n\n" + report.to_text(max_groups=5)
+    )
+    raise LeakageError(message, report)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        return "folder"
+    datasets = sys.modules.get("datasets")
+    if datasets is not None and isinstance(value, datasets.Dataset):
+        return "huggingface"
+    torch_data = sys.modules.get("torch.utils.data")
+    if torch_data is not None and isinstance(value, torch_data.Dataset):
+        return "torchvision"
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return "folder"  # a list of image paths
+    if hasattr(value, "__getitem__") and hasattr(value, "__len__"):
+        return "torchvision"  # a duck-typed map-style dataset
+    return type(value).__name__
+
+
+def _split_folders(root: Path) -> dict[str, Path]:
+    folders = {
+        p.name: p for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")
+    }
+    if not folders:
+        raise ValueError(
+            f"splits must be a folder holding one sub-folder per split; {root} has none."
+        )
+    return folders
+
+
+def assert_no_leakage(
+    splits: Any,
+    *,
+    max_leaked: int | None = None,
+    max_fraction: float | None = None,
+    **audit_options: Any,
+) -> LeakageReport:
+    """Audit the splits and raise :class:`LeakageError` if any leaks more than allowed.
+
+    Parameters
+    ----------
+    splits : mapping, DatasetDict, folder or LeakageReport
+        What to check:
+
+        * a mapping of split name -> folder or list of image paths, or one folder
+          whose sub-folders are the splits (``root/train``, ``root/val``, ...):
+          audited with :func:`leakaudit.audit.audit_splits`;
+        * a mapping of split name -> torchvision / PyTorch dataset:
+          :func:`leakaudit.adapters.torchvision.audit_datasets`;
+        * a ``DatasetDict`` or mapping of split name -> ``datasets.Dataset``:
+          :func:`leakaudit.adapters.huggingface.audit_dataset_dict`;
+        * a :class:`~leakaudit.report.LeakageReport` already computed.
+    max_leaked, max_fraction
+        The limits, as in :func:`check_leakage` (default: no leak at all).
+    **audit_options
+        Passed to the audit function (``method``, ``threshold``, ``workers``,
+        ``num_proc``, ``transform_override``, ``on_error``, ...).
+
+    Returns
+    -------
+    LeakageReport
+        The audit, when the splits are within the limits.
+
+    Raises
+    ------
+    LeakageError
+        Leakage above the limits; ``error.report`` holds the audit.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from leakaudit.demo import build_demo_dataset
+    >>> demo = build_demo_dataset(tempfile.mkdtemp())
+    >>> try:
+    ...     assert_no_leakage(demo.root, max_fraction=0.05, workers=1, on_error="ignore")
+    ... except LeakageError as error:
+    ...     print(error.report.n_leaked_groups)
+    4
+    """
+    _check_limits(max_leaked, max_fraction)
+    if isinstance(splits, LeakageReport):
+        if audit_options:
+            raise TypeError("audit options cannot apply to a report that is already computed.")
+        report = splits
+    elif isinstance(splits, (str, os.PathLike)):
+        report = audit_splits(_split_folders(Path(splits)), **audit_options)
+    elif isinstance(splits, Mapping):
+        if not splits:
+            raise ValueError("splits must name at least one split; got an empty mapping.")
+        kinds = {_kind(value) for value in splits.values()}
+        if kinds == {"folder"}:
+            report = audit_splits(splits, **audit_options)
+        elif kinds == {"torchvision"}:
+            from leakaudit.adapters.torchvision import audit_datasets
+
+            report = audit_datasets(splits, **audit_options)
+        elif kinds == {"huggingface"}:
+            from leakaudit.adapters.huggingface import audit_dataset_dict
+
+            report = audit_dataset_dict(splits, **audit_options)
+        else:
+            found = ", ".join(f"{name}: {type(v).__name__}" for name, v in splits.items())
+            raise TypeError(
+                "splits must map every split to the same kind of data (folders or path lists, "
+                f"torch datasets, or datasets.Dataset); got {found}."
+            )
+    else:
+        raise TypeError(
+            "splits must be a mapping of split name to data, a DatasetDict, a folder of split "
+            f"folders, or a LeakageReport; got {describe(splits)}."
+        )
+    return check_leakage(report, max_leaked=max_leaked, max_fraction=max_fraction)

@@ -1,0 +1,727 @@
+"""Audit Hugging Face ``datasets`` splits in place and hand back a leak-free ``DatasetDict``.
+
+Install with ``pip install 'leakaudit-vision[hf]'``. ``datasets`` is imported only
+inside the functions that need it.
+
+How images are read
+-------------------
+The image column (auto-detected when the dataset has exactly one ``Image``
+feature) is cast to ``Image(decode=False)``, so each row gives the encoded file
+bytes (or, when the bytes are not stored, a local path) and nothing is decoded by
+``datasets``: leakaudit decodes once, at reduced size. Hashing runs inside
+``Dataset.map(batched=True, num_proc=...)``; for a dataset stored on disk
+(``load_dataset``, ``load_from_disk``), ``datasets`` caches the result next to the
+data, so auditing it again (or splitting it after auditing) re-reads the hashes
+instead of recomputing them. Hashes are stored as ``uint64``.
+
+Rows
+----
+``path`` is not an identity: after ``save_to_disk`` or a Hub parquet export it is
+a basename or ``None``, and two rows may share it. Every image is identified by
+its split and its row index; ``report.table`` has an ``index`` column, and its
+``path`` column holds the stored path when there is one, else ``"split[index]"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from leakaudit._validation import check_choice, check_int, describe
+from leakaudit.adapters._common import (
+    GroupSplitResult,
+    ResplitResult,
+    assign_groups,
+    build_plan,
+    check_report_matches,
+    destination_rows,
+    moves_table,
+    plan_resplit,
+    resolve_lengths,
+)
+from leakaudit.audit import DEFAULT_METHOD, audit_hash_table, resolve_threshold
+from leakaudit.cleaning import DEFAULT_PRIORITY
+from leakaudit.errors import ImageLoadError
+from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_image
+from leakaudit.loading import DecodeOptions
+from leakaudit.report import LeakageReport
+
+if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict
+
+__all__ = [
+    "audit_dataset_dict",
+    "clean_dataset_dict",
+    "find_image_column",
+    "hash_dataset",
+    "leak_free_split",
+]
+
+_INSTALL_HINT = "pip install 'leakaudit-vision[hf]'"
+
+
+class ClassMismatchWarning(UserWarning):
+    """Moved rows carry a class their new split's ClassLabel lacks; the name was appended."""
+
+
+def _require_datasets() -> Any:
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - exercised only without datasets
+        raise ImportError(
+            f"leakaudit.adapters.huggingface needs the datasets library: {_INSTALL_HINT}"
+        ) from exc
+    return datasets
+
+
+def _as_splits(dataset_dict: Any) -> dict[str, Any]:
+    datasets = _require_datasets()
+    if isinstance(dataset_dict, datasets.Dataset):
+        raise TypeError(
+            "dataset_dict must be a DatasetDict or a mapping of split name to Dataset; got a "
+            "single Dataset. Wrap it ({'train': dataset}) or use leak_free_split to split it."
+        )
+    if not isinstance(dataset_dict, Mapping):
+        raise TypeError(
+            "dataset_dict must be a DatasetDict or a mapping of split name to Dataset; "
+            f"got {describe(dataset_dict)}."
+        )
+    if not dataset_dict:
+        raise ValueError("dataset_dict must name at least one split; got an empty mapping.")
+    out: dict[str, Any] = {}
+    for name, value in dataset_dict.items():
+        if not isinstance(value, datasets.Dataset):
+            kind = type(value).__name__
+            hint = " (streaming datasets cannot be audited in place)" if "Iterable" in kind else ""
+            raise TypeError(f"dataset_dict[{name!r}] must be a datasets.Dataset; got {kind}{hint}.")
+        out[str(name)] = value
+    return out
+
+
+def find_image_column(dataset: Dataset, image_column: str | None = None) -> str:
+    """Return the name of ``dataset``'s image column.
+
+    Parameters
+    ----------
+    dataset : datasets.Dataset
+        The dataset.
+    image_column : str, optional
+        The column to use; checked to be an ``Image`` feature. When None, the one
+        ``Image`` feature of the dataset.
+
+    Raises
+    ------
+    ValueError
+        The column is missing or not an image, or there is no or more than one
+        image column to choose from; the message lists the columns.
+
+    Examples
+    --------
+    >>> from datasets import Dataset, Features, Image, Value
+    >>> ds = Dataset.from_dict({"img": [None], "label": [0]},
+    ...                        features=Features({"img": Image(), "label": Value("int64")}))
+    >>> find_image_column(ds)
+    'img'
+    """
+    datasets = _require_datasets()
+    features = dataset.features
+    images = [name for name, feature in features.items() if isinstance(feature, datasets.Image)]
+    listing = ", ".join(f"{name} ({type(f).__name__})" for name, f in features.items())
+    if image_column is not None:
+        if image_column not in features or not isinstance(features[image_column], datasets.Image):
+            raise ValueError(
+                f"image_column must name an Image feature of the dataset ({listing}); "
+                f"got {image_column!r}."
+            )
+        return image_column
+    if len(images) == 1:
+        return str(images[0])
+    if not images:
+        raise ValueError(
+            f"the dataset has no Image feature to audit (columns: {listing}); cast the column "
+            "holding images with dataset.cast_column(name, datasets.Image()) first."
+        )
+    raise ValueError(
+        f"the dataset has several Image features ({', '.join(images)}); pass image_column."
+    )
+
+
+# ---------------------------------------------------------------------- hashing
+
+_HASH_COLUMNS = ("phash", "dhash", "digest", "low_information", "error", "source_path")
+
+
+def _hash_batch(images: list[Any], options: DecodeOptions) -> dict[str, Any]:
+    """``Dataset.map`` function: hash a batch of undecoded image cells.
+
+    Module level (not a closure) so ``datasets`` can fingerprint it stably and
+    reuse its cache, and so ``num_proc`` workers can pickle it.
+    """
+    n = len(images)
+    phash = np.zeros(n, dtype=np.uint64)
+    dhash = np.zeros(n, dtype=np.uint64)
+    digest = np.zeros(n, dtype=np.uint64)
+    low = np.zeros(n, dtype=np.bool_)
+    errors: list[str | None] = [None] * n
+    paths: list[str | None] = [None] * n
+    for i, cell in enumerate(images):
+        data = cell.get("bytes") if isinstance(cell, Mapping) else None
+        path = cell.get("path") if isinstance(cell, Mapping) else None
+        paths[i] = path
+        source = data if data is not None else path
+        if source is None:
+            errors[i] = "no image (the cell has neither bytes nor a path)"
+            continue
+        try:
+            result = hash_image(source, options=options)
+        except ImageLoadError as exc:
+            errors[i] = exc.reason
+            continue
+        phash[i], dhash[i], digest[i], low[i] = (
+            result.phash, result.dhash, result.digest, result.low_information,
+        )
+    return {
+        "phash": phash,
+        "dhash": dhash,
+        "digest": digest,
+        "low_information": low,
+        "error": errors,
+        "source_path": paths,
+    }
+
+
+@contextlib.contextmanager
+def _progress_bars(progress: bool | None) -> Iterator[None]:
+    datasets = _require_datasets()
+    if progress is None:
+        yield
+        return
+    if not isinstance(progress, bool):
+        raise TypeError(f"progress must be a bool or None; got {describe(progress)}.")
+    was_disabled = datasets.are_progress_bars_disabled()
+    if progress:
+        datasets.enable_progress_bars()
+    else:
+        datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_disabled:
+            datasets.disable_progress_bars()
+        else:
+            datasets.enable_progress_bars()
+
+
+def hash_dataset(
+    dataset: Dataset,
+    *,
+    image_column: str | None = None,
+    num_proc: int | None = None,
+    batch_size: int = 256,
+    progress: bool | None = None,
+    decode: DecodeOptions | None = None,
+    load_from_cache_file: bool | None = None,
+    desc: str | None = None,
+) -> Dataset:
+    """Return a dataset of the hashes of ``dataset``'s images, one row per row.
+
+    Columns: ``phash``, ``dhash``, ``digest`` (``uint64``), ``low_information``
+    (bool), ``error`` (why the image could not be read, or None) and
+    ``source_path`` (the stored path, or None). Computed with
+    ``Dataset.map(batched=True)``, so ``datasets`` caches it for datasets stored
+    on disk.
+
+    Parameters
+    ----------
+    dataset : datasets.Dataset
+        The images.
+    image_column : str, optional
+        See :func:`find_image_column`.
+    num_proc : int, optional
+        Processes for ``Dataset.map`` (default: this process only).
+    batch_size : int, default 256
+        Rows per ``map`` batch.
+    progress : bool, optional
+        Show (True) or hide (False) the ``datasets`` progress bar for this call;
+        None leaves the ``datasets`` setting alone.
+    decode : DecodeOptions, optional
+        How images are decoded before hashing.
+    load_from_cache_file : bool, optional
+        As in ``Dataset.map`` (None: use the cache when caching is enabled).
+    desc : str, optional
+        Progress bar label.
+
+    Returns
+    -------
+    datasets.Dataset
+    """
+    datasets = _require_datasets()
+    column = find_image_column(dataset, image_column)
+    batch_size = check_int("batch_size", batch_size, 1)
+    if num_proc is not None:
+        num_proc = check_int("num_proc", num_proc, 1)
+    options = decode if decode is not None else DecodeOptions()
+    if not isinstance(options, DecodeOptions):
+        raise TypeError(f"decode must be a DecodeOptions; got {describe(options)}.")
+    features = datasets.Features(
+        {
+            "phash": datasets.Value("uint64"),
+            "dhash": datasets.Value("uint64"),
+            "digest": datasets.Value("uint64"),
+            "low_information": datasets.Value("bool"),
+            "error": datasets.Value("string"),
+            "source_path": datasets.Value("string"),
+        }
+    )
+    raw = dataset.select_columns([column]).cast_column(column, datasets.Image(decode=False))
+    if len(raw) == 0:
+        return datasets.Dataset.from_dict({name: [] for name in _HASH_COLUMNS}, features=features)
+    with _progress_bars(progress):
+        return raw.map(
+            _hash_batch,
+            batched=True,
+            batch_size=batch_size,
+            input_columns=[column],
+            remove_columns=[column],
+            fn_kwargs={"options": options},
+            features=features,
+            num_proc=num_proc if num_proc and num_proc > 1 else None,
+            load_from_cache_file=load_from_cache_file,
+            desc=desc or "leakaudit: hashing",
+        )
+
+
+def _hash_splits(
+    splits: Mapping[str, Any],
+    *,
+    image_column: str | None,
+    num_proc: int | None,
+    batch_size: int,
+    progress: bool | None,
+    on_error: str,
+    decode: DecodeOptions,
+    load_from_cache_file: bool | None,
+) -> tuple[HashTable, list[str], list[int], list[str]]:
+    check_choice("on_error", on_error, ("warn", "raise", "ignore"))
+    parts: list[Any] = []
+    split: list[str] = []
+    index: list[int] = []
+    names: list[str] = []
+    errors: dict[int, str] = {}
+    for name, dataset in splits.items():
+        hashed = hash_dataset(
+            dataset, image_column=image_column, num_proc=num_proc, batch_size=batch_size,
+            progress=progress, decode=decode, load_from_cache_file=load_from_cache_file,
+            desc=f"leakaudit: hashing {name}",
+        )
+        table = hashed.with_format("arrow")[:]
+        parts.append(table)
+        start = len(split)
+        n = table.num_rows
+        split.extend([name] * n)
+        index.extend(range(n))
+        for offset, (path, reason) in enumerate(
+            zip(table.column("source_path").to_pylist(), table.column("error").to_pylist(),
+                strict=True)
+        ):
+            names.append(path if path else f"{name}[{offset}]")
+            if reason is not None:
+                errors[start + offset] = reason
+
+    def column(name: str, dtype: Any) -> np.ndarray[Any, Any]:
+        arrays = [np.asarray(t.column(name).to_numpy(), dtype=dtype) for t in parts]
+        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+
+    valid = np.ones(len(split), dtype=np.bool_)
+    if errors:
+        valid[np.fromiter(errors, dtype=np.int64)] = False
+    table = HashTable(
+        sources=names,
+        phash=column("phash", np.uint64),
+        dhash=column("dhash", np.uint64),
+        digest=column("digest", np.uint64),
+        low_information=column("low_information", np.bool_) & valid,
+        valid=valid,
+        errors=errors,
+    )
+    if errors and on_error == "raise":
+        first = min(errors)
+        raise ImageLoadError(f"{split[first]}[{index[first]}] {names[first]}", errors[first])
+    if errors and on_error == "warn":
+        failed = sorted(errors)
+        listed = "; ".join(f"{split[i]}[{index[i]}] ({errors[i]})" for i in failed[:10])
+        more = f"; and {len(failed) - 10} more" if len(failed) > 10 else ""
+        warnings.warn(
+            f"{len(failed)} of {len(split)} images could not be read and were left out "
+            f"(see report.table['error']): {listed}{more}.",
+            UnreadableImageWarning,
+            stacklevel=3,
+        )
+    return table, split, index, names
+
+
+def _audit(
+    splits: Mapping[str, Any],
+    *,
+    labels: Sequence[str] | None = None,
+    image_column: str | None,
+    method: str,
+    threshold: int | None,
+    num_proc: int | None,
+    batch_size: int,
+    progress: bool | None,
+    on_error: str,
+    decode: DecodeOptions | None,
+    load_from_cache_file: bool | None,
+) -> LeakageReport:
+    resolve_threshold(method, threshold)
+    options = decode if decode is not None else DecodeOptions()
+    table, split, index, names = _hash_splits(
+        splits, image_column=image_column, num_proc=num_proc, batch_size=batch_size,
+        progress=progress, on_error=on_error, decode=options,
+        load_from_cache_file=load_from_cache_file,
+    )
+    report = audit_hash_table(
+        table,
+        list(labels) if labels is not None else split,
+        names=names,
+        method=method,
+        threshold=threshold,
+        extra_parameters={"min_side": options.min_side, "exif_transpose": options.exif_transpose},
+    )
+    assert report.table is not None
+    report.table.insert(2, "index", np.asarray(index, dtype=np.int64))
+    return report
+
+
+def audit_dataset_dict(
+    dataset_dict: DatasetDict | Mapping[str, Dataset],
+    *,
+    image_column: str | None = None,
+    method: str = DEFAULT_METHOD,
+    threshold: int | None = None,
+    num_proc: int | None = None,
+    batch_size: int = 256,
+    progress: bool | None = None,
+    on_error: str = "warn",
+    decode: DecodeOptions | None = None,
+    load_from_cache_file: bool | None = None,
+) -> LeakageReport:
+    """Audit the splits of a ``DatasetDict`` for near-duplicate images across splits.
+
+    Parameters
+    ----------
+    dataset_dict : DatasetDict or mapping of str to Dataset
+        The splits.
+    image_column : str, optional
+        The ``Image`` column (auto-detected when there is exactly one).
+    method, threshold, on_error, decode
+        As in :func:`leakaudit.audit.audit_splits`.
+    num_proc : int, optional
+        Processes for hashing (``Dataset.map``'s ``num_proc``).
+    batch_size : int, default 256
+        Rows per ``map`` batch.
+    progress : bool, optional
+        Show or hide the ``datasets`` progress bars (None: its own setting).
+    load_from_cache_file : bool, optional
+        As in ``Dataset.map``: False forces re-hashing.
+
+    Returns
+    -------
+    LeakageReport
+        ``report.table`` holds one row per image, split by split, with its
+        ``index`` in the split.
+
+    Examples
+    --------
+    >>> from datasets import Dataset, DatasetDict, Features, Image
+    >>> from leakaudit.demo import photo_like_image
+    >>> features = Features({"image": Image()})
+    >>> a, b = photo_like_image(1), photo_like_image(2)
+    >>> dd = DatasetDict({
+    ...     "train": Dataset.from_dict({"image": [a, b]}, features=features),
+    ...     "test": Dataset.from_dict({"image": [a.resize((96, 72))]}, features=features),
+    ... })
+    >>> audit_dataset_dict(dd, progress=False).n_leaked_images
+    2
+    """
+    splits = _as_splits(dataset_dict)
+    return _audit(
+        splits, image_column=image_column, method=method, threshold=threshold,
+        num_proc=num_proc, batch_size=batch_size, progress=progress, on_error=on_error,
+        decode=decode, load_from_cache_file=load_from_cache_file,
+    )
+
+
+# ----------------------------------------------------------------------- re-split
+
+
+def _target_features(
+    destination: str, sources: Sequence[str], splits: Mapping[str, Any]
+) -> tuple[Any, list[str]]:
+    """The destination's features, with ClassLabel names extended for arriving classes."""
+    datasets = _require_datasets()
+    features = splits[destination].features.copy()
+    added: list[str] = []
+    for source in dict.fromkeys(sources):
+        incoming = splits[source].features
+        if set(incoming) != set(features):
+            raise ValueError(
+                f"split {source!r} must have the same columns as split {destination!r} to move "
+                f"rows into it; got {sorted(incoming)} vs {sorted(features)}."
+            )
+        for column, feature in features.items():
+            other = incoming[column]
+            if isinstance(feature, datasets.ClassLabel) and isinstance(other, datasets.ClassLabel):
+                missing = [n for n in other.names if n not in feature.names]
+                if missing:
+                    added.extend(missing)
+                    features[column] = datasets.ClassLabel(names=[*feature.names, *missing])
+    return features, added
+
+
+def _remap_labels(batch: dict[str, Any], lookups: dict[str, list[int]]) -> dict[str, Any]:
+    for column, lookup in lookups.items():
+        batch[column] = [lookup[v] if v is not None and v >= 0 else v for v in batch[column]]
+    return batch
+
+
+def _conform(part: Any, features: Any) -> Any:
+    """Cast ``part`` to ``features``, remapping ClassLabel ids by name."""
+    datasets = _require_datasets()
+    if part.features == features:
+        return part
+    lookups: dict[str, list[int]] = {}
+    for column, feature in features.items():
+        own = part.features[column]
+        if (
+            isinstance(feature, datasets.ClassLabel)
+            and isinstance(own, datasets.ClassLabel)
+            and own.names != feature.names[: len(own.names)]
+        ):
+            lookups[column] = [feature.names.index(name) for name in own.names]
+    if lookups and len(part):
+        part = part.map(
+            _remap_labels, batched=True, fn_kwargs={"lookups": lookups}, features=features,
+            desc="leakaudit: remapping labels",
+        )
+    return part.cast(features) if part.features != features else part
+
+
+def clean_dataset_dict(
+    dataset_dict: DatasetDict | Mapping[str, Dataset],
+    *,
+    report: LeakageReport | None = None,
+    priority: Sequence[str] = DEFAULT_PRIORITY,
+    policy: str = "move",
+    record_column: str | None = None,
+    **audit_options: Any,
+) -> ResplitResult:
+    """Return a new ``DatasetDict`` in which no duplicate group spans two splits.
+
+    Each destination split is its own surviving rows (in order) followed by the
+    rows moved into it (``select`` + ``concatenate_datasets``); nothing is
+    decoded or re-encoded, and the input datasets are untouched. Features are
+    kept, ``ClassLabel`` included: a moved row's label is remapped by class name
+    when the splits' ``ClassLabel`` names differ (a name the destination lacks is
+    appended, with a warning).
+
+    Parameters
+    ----------
+    dataset_dict : DatasetDict or mapping of str to Dataset
+        The splits, as audited.
+    report : LeakageReport, optional
+        The result of :func:`audit_dataset_dict` on these very splits; audited now
+        when not given.
+    priority : sequence of str, default ("train", "val", "test")
+        Split precedence, highest first.
+    policy : {"move", "drop"}, default "move"
+        ``"move"``: a leaked group goes whole to its highest-priority split.
+        ``"drop"``: its rows in the lower-priority splits are removed instead, so
+        train never grows.
+    record_column : str, optional
+        When given, add a string column of this name holding each row's original
+        split (what moved is then visible in the data itself).
+    **audit_options
+        Passed to :func:`audit_dataset_dict` when ``report`` is None.
+
+    Returns
+    -------
+    ResplitResult
+        ``result.splits`` (a ``DatasetDict``), ``result.moves`` (one row per
+        moved or dropped image: ``split``, ``index``, ``new_split``,
+        ``group_id``, ``path``) and ``result.report``.
+
+    Examples
+    --------
+    >>> from datasets import Dataset, DatasetDict, Features, Image
+    >>> from leakaudit.demo import photo_like_image
+    >>> features = Features({"image": Image()})
+    >>> a, b = photo_like_image(1), photo_like_image(2)
+    >>> dd = DatasetDict({
+    ...     "train": Dataset.from_dict({"image": [a, b]}, features=features),
+    ...     "test": Dataset.from_dict({"image": [a.resize((96, 72))]}, features=features),
+    ... })
+    >>> result = clean_dataset_dict(dd, progress=False)
+    >>> {name: part.num_rows for name, part in result.splits.items()}
+    {'train': 3, 'test': 0}
+    """
+    datasets = _require_datasets()
+    check_choice("policy", policy, ("move", "drop"))
+    splits = _as_splits(dataset_dict)
+    if report is None:
+        report = audit_dataset_dict(splits, **audit_options)
+    elif audit_options:
+        raise TypeError(
+            "audit options (" + ", ".join(sorted(audit_options)) + ") apply only when "
+            "report is not given."
+        )
+    if record_column is not None and any(record_column in d.column_names for d in splits.values()):
+        raise ValueError(f"record_column must be a new column name; got {record_column!r}.")
+    check_report_matches(
+        report, {name: len(d) for name, d in splits.items()}, "leakaudit.adapters.huggingface"
+    )
+    assert report.table is not None
+    plan = plan_resplit(report.table, priority=priority, policy=policy)
+    rows = destination_rows(plan, list(splits))
+
+    sources_by_name = dict(splits)
+    if record_column is not None:
+        # Added to each whole split once (a zero-copy append), before any select(),
+        # so no indices mapping has to be flattened.
+        sources_by_name = {
+            name: d.add_column(record_column, [name] * len(d), feature=datasets.Value("string"))
+            for name, d in splits.items()
+        }
+    out = datasets.DatasetDict()
+    for destination in splits:
+        dataset = sources_by_name[destination]
+        wanted = rows[destination]
+        if wanted == [(destination, i) for i in range(len(dataset))]:
+            out[destination] = dataset
+            continue
+        # Consecutive rows from one source become one select().
+        runs: list[tuple[str, list[int]]] = []
+        for source, index in wanted:
+            if runs and runs[-1][0] == source:
+                runs[-1][1].append(index)
+            else:
+                runs.append((source, [index]))
+        parts = [sources_by_name[source].select(indices) for source, indices in runs]
+        sources = [source for source, _ in runs]
+        if not parts:
+            parts, sources = [dataset.select([])], [destination]
+        features, added = _target_features(destination, sources, sources_by_name)
+        if added:
+            warnings.warn(
+                f"split {destination!r} receives rows of classes its ClassLabel lacked "
+                f"({', '.join(added)}); they were appended to its names.",
+                ClassMismatchWarning,
+                stacklevel=2,
+            )
+        parts = [_conform(part, features) for part in parts]
+        out[destination] = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+    return ResplitResult(splits=out, moves=moves_table(plan), report=report, policy=policy)
+
+
+# ------------------------------------------------------------- group-aware split
+
+
+def leak_free_split(
+    dataset: Dataset,
+    sizes: Mapping[str, float | int],
+    *,
+    seed: int | None = None,
+    stratify_by_column: str | None = None,
+    image_column: str | None = None,
+    method: str = DEFAULT_METHOD,
+    threshold: int | None = None,
+    num_proc: int | None = None,
+    batch_size: int = 256,
+    progress: bool | None = None,
+    on_error: str = "warn",
+    decode: DecodeOptions | None = None,
+    load_from_cache_file: bool | None = None,
+) -> GroupSplitResult:
+    """Split one ``Dataset`` into a ``DatasetDict`` without splitting any duplicate group.
+
+    The "deduplicate before splitting" rule: near-duplicates are grouped first
+    and every group lands in one split, with split sizes as close to ``sizes`` as
+    the groups allow (the deviation is in ``result.plan``).
+
+    Parameters
+    ----------
+    dataset : datasets.Dataset
+        The images to split.
+    sizes : mapping of str to float or int
+        Split name -> fraction (summing to 1) or row count (summing to
+        ``len(dataset)``), e.g. ``{"train": 0.8, "val": 0.1, "test": 0.1}``.
+    seed : int, optional
+        Seed of the random assignment.
+    stratify_by_column : str, optional
+        A label column (e.g. a ``ClassLabel``) whose proportions each split keeps.
+    image_column, method, threshold, num_proc, batch_size, progress, on_error, decode,\
+ load_from_cache_file
+        As in :func:`audit_dataset_dict`.
+
+    Returns
+    -------
+    GroupSplitResult
+        ``result.splits`` (a ``DatasetDict``; rows keep their original order),
+        ``result.plan`` (sizes asked for and obtained) and ``result.report``
+        (the duplicate groups found).
+
+    Examples
+    --------
+    >>> from datasets import Dataset, Features, Image
+    >>> from leakaudit.demo import photo_like_image
+    >>> images = [photo_like_image(i) for i in range(8)]
+    >>> images.append(images[0].resize((96, 72)))
+    >>> ds = Dataset.from_dict({"image": images}, features=Features({"image": Image()}))
+    >>> result = leak_free_split(ds, {"train": 0.5, "test": 0.5}, seed=0, progress=False)
+    >>> sorted(result.splits.num_rows.values())
+    [4, 5]
+    """
+    datasets = _require_datasets()
+    if not isinstance(dataset, datasets.Dataset):
+        raise TypeError(f"dataset must be a datasets.Dataset; got {type(dataset).__name__}.")
+    if not isinstance(sizes, Mapping) or not sizes:
+        raise TypeError(
+            "sizes must be a non-empty mapping of split name to fraction or count; "
+            f"got {describe(sizes)}."
+        )
+    names = [str(name) for name in sizes]
+    targets = resolve_lengths(list(sizes.values()), len(dataset))
+    labels = None
+    if stratify_by_column is not None:
+        if stratify_by_column not in dataset.column_names:
+            raise ValueError(
+                f"stratify_by_column must be a column of the dataset ({dataset.column_names}); "
+                f"got {stratify_by_column!r}."
+            )
+        labels = (
+            dataset.select_columns([stratify_by_column]).with_format("arrow")[:]
+            .column(stratify_by_column).to_pylist()
+        )
+    report = _audit(
+        {"dataset": dataset}, image_column=image_column, method=method, threshold=threshold,
+        num_proc=num_proc, batch_size=batch_size, progress=progress, on_error=on_error,
+        decode=decode, load_from_cache_file=load_from_cache_file,
+    )
+    assert report.table is not None
+    group_ids = report.table["group_id"].to_numpy()
+    rng = np.random.default_rng(seed)
+    assignment = assign_groups(group_ids, targets, rng=rng, labels=labels)
+    plan = build_plan(names, targets, assignment, group_ids, labels)
+    out = datasets.DatasetDict(
+        {name: dataset.select(np.flatnonzero(assignment == k).tolist())
+         for k, name in enumerate(names)}
+    )
+    split_of_row = pd.Series([names[k] for k in assignment], dtype=object)
+    report.table.insert(3, "assigned_split", split_of_row.to_numpy())
+    return GroupSplitResult(splits=out, plan=plan, report=report)
