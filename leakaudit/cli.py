@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import warnings
@@ -19,13 +20,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from leakaudit import __version__
 from leakaudit.audit import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS, audit_splits
-from leakaudit.hashing import popcount64
 from leakaudit.report import LeakageReport
 
-__all__ = ["SPLIT_ALIASES", "find_split_folders", "main", "main_entry"]
+__all__ = [
+    "MANIFEST_COLUMNS",
+    "MANIFEST_NAME",
+    "SPLIT_ALIASES",
+    "build_parser",
+    "find_split_folders",
+    "main",
+    "main_entry",
+]
 
 log = logging.getLogger("leakaudit")
 
@@ -41,57 +50,99 @@ class UsageError(Exception):
     """A problem with the command line or its inputs (exit code 2)."""
 
 
+def _split_sort_key(name: str) -> tuple[int, str]:
+    canonical = SPLIT_ALIASES.get(name.lower())
+    rank = {"train": 0, "val": 1, "test": 2}
+    return (rank.get(canonical or "", 3), name.lower())
+
+
 def find_split_folders(root: Path, extra: Sequence[str] = ()) -> dict[str, Path]:
-    """Return split name -> folder for the split folders directly under ``root``."""
+    """Return split name -> folder for the split folders directly under ``root``.
+
+    Folder names in :data:`SPLIT_ALIASES` (and those in ``extra``) are
+    recognised case-insensitively; the split keeps the folder's own name.
+    Splits come in the order train, val, test, then the others by name, so
+    reports and priorities read naturally.
+    """
     if not root.is_dir():
         raise UsageError(f"not a folder: {root}")
     wanted = {name.lower() for name in extra}
-    found: dict[str, Path] = {}
-    for child in sorted(root.iterdir()):
+    found: list[Path] = []
+    for child in root.iterdir():
         name = child.name.lower()
         if child.is_dir() and (name in SPLIT_ALIASES or name in wanted):
-            found[child.name] = child
+            found.append(child)
     if not found:
         raise UsageError(
             f"no split folders under {root}: expected sub-folders named like "
             "train/, val/ (valid/, validation/, dev/) or test/; name others with --split."
         )
-    return found
+    missing = sorted(wanted - {child.name.lower() for child in found})
+    if missing:
+        raise UsageError(f"--split names no folder under {root}: {', '.join(missing)}")
+    return {child.name: child for child in sorted(found, key=lambda c: _split_sort_key(c.name))}
 
 
 def _fail_limit(text: str) -> tuple[float, bool]:
     """Parse ``--fail-on-leak`` (a count, or a percentage ending in %)."""
     try:
         if text.endswith("%"):
-            return float(text[:-1]), True
-        return float(int(text)), False
+            value, is_percent = float(text[:-1]), True
+        else:
+            value, is_percent = float(int(text)), False
     except ValueError:
+        value, is_percent = -1.0, False
+    if value < 0 or (is_percent and value > 100):
         raise argparse.ArgumentTypeError(
-            f"must be a number of images or a percentage like 1%; got {text!r}"
-        ) from None
+            f"must be a number of images >= 0 or a percentage in [0%, 100%]; got {text!r}"
+        )
+    return value, is_percent
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    group = parser.add_argument_group("audit options")
+    group.add_argument(
         "--hash",
         dest="method",
         choices=AUDIT_METHODS,
         default=DEFAULT_METHOD,
-        help="hash to compare (default: %(default)s)",
+        help="hash to compare (default: %(default)s: both hashes must agree)",
     )
-    parser.add_argument(
+    group.add_argument(
         "--threshold",
         type=int,
         default=None,
-        help=f"largest Hamming distance counted as a duplicate (default: {DEFAULT_THRESHOLDS})",
+        help="largest Hamming distance counted as a duplicate "
+        f"(default per hash: {', '.join(f'{k} {v}' for k, v in DEFAULT_THRESHOLDS.items())})",
     )
-    parser.add_argument(
+    group.add_argument(
         "--workers", type=int, default=None, help="processes for hashing (default: all cores)"
     )
-    parser.add_argument("--csv", type=Path, help="write the per-image table to this CSV file")
-    parser.add_argument("--json", type=Path, help="write the report to this JSON file")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar, summary only")
-    parser.add_argument(
+    outputs = parser.add_argument_group("outputs")
+    outputs.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help="write the per-image table to FILE, and FILE's stem + .pairs.csv, .groups.csv, "
+        ".splits.csv beside it",
+    )
+    outputs.add_argument(
+        "--json", type=Path, metavar="FILE", help="write the report and its tables as JSON"
+    )
+    outputs.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="write a self-contained HTML report with thumbnails (opens offline)",
+    )
+    outputs.add_argument(
+        "--show",
+        type=Path,
+        metavar="DIR",
+        help="save a side-by-side PNG of each leaked image and its closest match in DIR",
+    )
+    outputs.add_argument("--quiet", action="store_true", help="no progress bars or info messages")
+    outputs.add_argument(
         "--fail-on-leak",
         nargs="?",
         const="0",
@@ -108,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="leakaudit",
         description="Find near-duplicate images leaking across train/val/test splits.",
+        epilog="Exit codes: 0 no leakage (or not asked to fail), 1 leakage over the "
+        "--fail-on-leak limit, 2 usage or input error.",
     )
     parser.add_argument("--version", action="version", version=f"leakaudit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -128,6 +181,51 @@ def build_parser() -> argparse.ArgumentParser:
         "dirs", type=Path, nargs="+", metavar="DIR", help="TRAIN_DIR TEST_DIR [MORE_DIRS]"
     )
     _add_common(compare)
+
+    clean = sub.add_parser(
+        "clean",
+        help="write a leak-free copy of ROOT's split folders to --out",
+        description="Audit ROOT, then write a copy of its tree to NEW_ROOT in which every "
+        "leaked group sits whole in one split. ROOT is never modified. Files are hard-linked "
+        "where possible (no extra disk space), else copied; a manifest CSV records every "
+        "file's old and new place.",
+    )
+    clean.add_argument("root", type=Path, metavar="ROOT")
+    clean.add_argument("--out", type=Path, required=True, metavar="NEW_ROOT")
+    clean.add_argument(
+        "--split", action="append", default=[], metavar="NAME",
+        help="also treat sub-folder NAME as a split (repeatable)",
+    )  # fmt: skip
+    clean.add_argument(
+        "--priority",
+        default=None,
+        metavar="A,B,...",
+        help="split precedence, highest first: a leaked group goes whole to the highest split "
+        "it touches (default: train,val,test; val also matches valid/validation/dev)",
+    )
+    clean.add_argument(
+        "--policy",
+        choices=("move", "drop"),
+        default="move",
+        help="move leaked images into the winning split, or drop them from the lower ones "
+        "(default: %(default)s)",
+    )
+    clean.add_argument(
+        "--manifest",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"where to write the manifest (default: NEW_ROOT/{MANIFEST_NAME})",
+    )
+    clean.add_argument(
+        "--copy", action="store_true", help="always copy files instead of hard-linking them"
+    )
+    clean.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an existing non-empty NEW_ROOT (files at the same paths are replaced)",
+    )
+    _add_common(clean)
 
     demo = sub.add_parser("demo", help="build a demo dataset with planted leaks and audit it")
     demo.add_argument(
@@ -152,8 +250,27 @@ def _check_dir(path: Path) -> Path:
     return path
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Fail before the (long) audit when an output file cannot be written."""
+    for option in ("csv", "json", "html"):
+        target: Path | None = getattr(args, option, None)
+        if target is None:
+            continue
+        if target.is_dir():
+            raise UsageError(f"--{option} must be a file; {target} is a folder")
+        if not target.parent.is_dir():
+            raise UsageError(f"--{option}: folder not found: {target.parent}")
+    show: Path | None = getattr(args, "show", None)
+    if show is not None and show.exists() and not show.is_dir():
+        raise UsageError(f"--show must be a folder; {show} is a file")
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    # None lets each bar decide: on for long batches on a terminal, off otherwise.
+    return False if args.quiet else None
+
+
 def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageReport:
-    progress = False if args.quiet else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = audit_splits(
@@ -161,20 +278,32 @@ def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageRepo
             method=args.method,
             threshold=args.threshold,
             workers=args.workers,
-            progress=progress,
+            progress=_progress(args),
         )
     for warning in caught:
         log.warning("%s", warning.message)
     return report
 
 
-def _write_outputs(report: LeakageReport, args: argparse.Namespace) -> None:
-    if args.csv is not None and report.table is not None:
-        report.table.to_csv(args.csv, index=False)
-        log.info("wrote %s", args.csv)
+def _write_outputs(
+    report: LeakageReport, args: argparse.Namespace, *, reference: str | None = None
+) -> None:
+    if args.csv is not None:
+        from leakaudit.export import write_csv_tables
+
+        for path in write_csv_tables(report, args.csv):
+            log.info("wrote %s", path)
     if args.json is not None:
-        args.json.write_text(report.to_json(), encoding="utf-8")
-        log.info("wrote %s", args.json)
+        from leakaudit.export import write_json
+
+        log.info("wrote %s", write_json(report, args.json))
+    if args.html is not None:
+        from leakaudit.htmlreport import write_html
+
+        log.info("wrote %s", write_html(report, args.html, progress=_progress(args)))
+    if args.show is not None:
+        count = _write_side_by_side(report, args.show, reference, _progress(args))
+        log.info("wrote %d side-by-side image(s) to %s", count, args.show)
 
 
 def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
@@ -188,27 +317,86 @@ def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
     return 1 if over else 0
 
 
-def _compare_lines(report: LeakageReport, reference: str) -> list[str]:
-    """One line per leaked non-reference image with its closest reference match."""
-    table = report.table
-    assert table is not None
-    lines = []
-    leaked = table[table["group_id"].isin(report.leaked_groups["group_id"])]
-    for _, members in leaked.groupby("group_id", sort=False):
-        ref = members[members["split"] == reference]
-        if ref.empty:
-            continue
-        ref_hashes = np.array([int(h, 16) for h in ref["hash"]], dtype=np.uint64)
-        for row in members[members["split"] != reference].itertuples(index=False):
-            distance = popcount64(ref_hashes ^ np.uint64(int(row.hash, 16)))
-            best = int(np.argmin(distance))
-            lines.append(
-                f"LEAK  {row.path}  ~  {ref['path'].iloc[best]}  (distance {distance[best]})"
-            )
-    return lines
+# ---------------------------------------------------------------------- --show
+
+
+def _load_font(size: int) -> Any:
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow < 10.1 has only the fixed bitmap font
+        return ImageFont.load_default()
+
+
+def _panel(path: str, caption: str, height: int, font: Any) -> Any:
+    """One half of a side-by-side image: the picture fitted to ``height``, captioned above."""
+    from PIL import Image, ImageDraw, ImageOps
+
+    strip = 26
+    try:
+        with Image.open(path) as opened:
+            opened.draft("RGB", (height * 2, height * 2))
+            picture = ImageOps.exif_transpose(opened).convert("RGB")
+        # Both halves at the same height (small images enlarged) so they compare at a glance.
+        scale = min(height / picture.height, 2 * height / picture.width)
+        size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
+        picture = picture.resize(size, Image.Resampling.LANCZOS)
+    except Exception:  # an unreadable file still gets a labelled (grey) panel
+        picture = Image.new("RGB", (height, height), (200, 200, 200))
+    width = max(picture.width, 240)
+    panel = Image.new("RGB", (width, picture.height + strip), (255, 255, 255))
+    panel.paste(picture, ((width - picture.width) // 2, strip))
+    draw = ImageDraw.Draw(panel)
+    text = caption
+    while len(text) > 8 and draw.textlength(text, font=font) > width - 8:
+        text = "..." + text[4:]  # keep the end of the path: the file name matters most
+    draw.text((4, 5), text, fill=(0, 0, 0), font=font)
+    return panel
+
+
+def _write_side_by_side(
+    report: LeakageReport, folder: Path, reference: str | None, progress: bool | None
+) -> int:
+    from PIL import Image, ImageDraw
+
+    from leakaudit._progress import Progress, progress_enabled
+    from leakaudit.export import leak_matches
+
+    matches = leak_matches(report, reference)
+    folder.mkdir(parents=True, exist_ok=True)
+    font = _load_font(14)
+    bar = Progress(len(matches), label="--show", enabled=progress_enabled(progress, len(matches)))
+    for number, row in enumerate(matches.itertuples(index=False), 1):
+        path, match = str(row.path), str(row.match_path)
+        left = _panel(path, f"{row.split}: {Path(path).name}", 256, font)
+        right = _panel(match, f"{row.match_split}: {Path(match).name}", 256, font)
+        footer = 24
+        canvas = Image.new(
+            "RGB",
+            (left.width + right.width + 12, max(left.height, right.height) + footer),
+            (255, 255, 255),
+        )
+        canvas.paste(left, (0, 0))
+        canvas.paste(right, (left.width + 12, 0))
+        ImageDraw.Draw(canvas).text(
+            (4, canvas.height - footer + 4),
+            f"group {row.group_id}, distance {row.distance}",
+            fill=(160, 0, 0),
+            font=font,
+        )
+        canvas.save(folder / f"leak_{number:04d}_group{row.group_id}.png")
+        bar.update()
+    bar.close()
+    return len(matches)
+
+
+# -------------------------------------------------------------------- commands
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from leakaudit.export import leak_matches
+
     if len(args.dirs) < 2:
         raise UsageError("compare needs TRAIN_DIR and at least one TEST_DIR")
     splits: dict[str, Path] = {}
@@ -218,27 +406,26 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         while name in splits:
             name += "'"
         splits[name] = path
+    _check_outputs(args)
     reference = next(iter(splits))
     report = _run_audit(splits, args)
-    for line in _compare_lines(report, reference):
-        print(line)
-    assert report.table is not None
+    matches = leak_matches(report, reference)
+    for row in matches.itertuples(index=False):
+        print(f"LEAK  {row.path}  ~  {row.match_path}  (distance {row.distance})")
     for split, count in report.images_by_split.items():
         if split == reference:
             continue
-        table = report.table
-        in_split = table[table["split"] == split]
-        leaked_ids = set(report.leaked_groups["group_id"])
-        ref_groups = set(table.loc[table["split"] == reference, "group_id"]) & leaked_ids
-        n = int(in_split["group_id"].isin(ref_groups).sum())
+        n = int((matches["split"] == split).sum())
         pct = 100.0 * n / count if count else 0.0
         print(f"{n} of {count} {split} images ({pct:.1f}%) also appear in {reference}.")
-    _write_outputs(report, args)
+    _write_outputs(report, args, reference=reference)
     return _exit_code(report, args)
 
 
 def _cmd_scan(args: argparse.Namespace) -> int:
     splits = find_split_folders(_check_dir(args.root), args.split)
+    _check_outputs(args)
+    log.info("splits: %s", ", ".join(f"{name} ({path})" for name, path in splits.items()))
     report = _run_audit(splits, args)
     print(report.to_text())
     _write_outputs(report, args)
@@ -248,6 +435,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from leakaudit.demo import build_demo_dataset
 
+    _check_outputs(args)
     root = args.dir if args.dir is not None else Path(tempfile.mkdtemp(prefix="leakaudit-demo-"))
     demo = build_demo_dataset(root)
     print(f"Demo dataset written to {root} with {len(demo.planted_leaks)} planted leaks:")
@@ -268,15 +456,216 @@ def _cmd_env() -> int:
     print(f"python {platform.python_version()} ({sys.executable})")
     print(f"platform {platform.platform()}")
     print(f"numpy {np.__version__}, pandas {pandas.__version__}, Pillow {PIL.__version__}")
+    from importlib.metadata import PackageNotFoundError, version
+
     for name in ("torch", "torchvision", "datasets"):
         try:
-            from importlib.metadata import version
-
             print(f"{name} {version(name)}")
-        except Exception:
+        except PackageNotFoundError:
             print(f"{name} not installed")
     print(f"cpus {os.cpu_count()}")
     return 0
+
+
+# ----------------------------------------------------------------------- clean
+
+#: File name of ``leakaudit clean``'s manifest inside NEW_ROOT.
+MANIFEST_NAME = "leakaudit-manifest.csv"
+MANIFEST_COLUMNS = ["old_path", "new_path", "old_split", "new_split", "action", "group_id"]
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _check_clean_target(root: Path, out: Path, manifest: Path | None, force: bool) -> None:
+    real_root, real_out = root.resolve(), out.resolve()
+    if _is_within(real_out, real_root):
+        raise UsageError(f"--out must be outside ROOT ({root}); got {out}")
+    if _is_within(real_root, real_out):
+        raise UsageError(f"--out must not contain ROOT ({root}); got {out}")
+    if manifest is not None and _is_within(manifest.resolve(), real_root):
+        raise UsageError(f"--manifest must be outside ROOT ({root}); got {manifest}")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out must be a folder; {out} is a file")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise UsageError(
+            f"--out {out} exists and is not empty; choose a new folder or pass --force"
+        )
+
+
+def _resolve_priority(text: str | None, splits: Sequence[str]) -> list[str]:
+    """Map ``--priority`` names to split folder names (``val`` matches ``Validation/``...)."""
+    from leakaudit.cleaning import DEFAULT_PRIORITY
+
+    names = DEFAULT_PRIORITY if text is None else [p.strip() for p in text.split(",") if p.strip()]
+    if text is not None and not names:
+        raise UsageError("--priority must name at least one split, like train,val,test")
+    resolved: list[str] = []
+    for name in names:
+        exact = [s for s in splits if s.lower() == name.lower()]
+        canonical = SPLIT_ALIASES.get(name.lower(), name.lower())
+        alias = [s for s in splits if SPLIT_ALIASES.get(s.lower()) == canonical]
+        matches = exact or alias
+        if not matches and text is not None:
+            raise UsageError(
+                f"--priority names {name!r}, which is not a split here; splits: "
+                + ", ".join(splits)
+            )
+        resolved.extend(s for s in matches if s not in resolved)
+    return resolved
+
+
+def _place_file(source: Path, target: Path, link: bool) -> bool:
+    """Hard-link (else copy) ``source`` to ``target``; return whether it was linked."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Never open an existing target for writing: it may be a hard link into ROOT from an
+    # earlier run, and writing through it would modify ROOT.
+    if target.exists() or target.is_symlink():
+        target.unlink()
+    if link:
+        try:
+            os.link(source, target)
+            return True
+        except OSError:  # another file system, or links not supported/permitted
+            pass
+    shutil.copy2(source, target)
+    return False
+
+
+def _unique_target(target: Path, old_split: str, taken: set[Path]) -> Path:
+    if target not in taken:
+        return target
+    candidate = target.with_name(f"{target.stem}.from-{old_split}{target.suffix}")
+    number = 2
+    while candidate in taken:
+        candidate = target.with_name(f"{target.stem}.from-{old_split}-{number}{target.suffix}")
+        number += 1
+    return candidate
+
+
+def _clean_plan(
+    cleaned: pd.DataFrame, splits: dict[str, Path], root: Path, out: Path, policy: str
+) -> list[dict[str, Any]]:
+    """One manifest row per file under ROOT: where it goes in OUT (or that it is dropped)."""
+    rows: list[dict[str, Any]] = []
+    taken: set[Path] = set()
+    audited: set[Path] = set()
+    # Files that stay put claim their paths first, so a moved file never displaces one.
+    order = sorted(range(len(cleaned)), key=lambda i: bool(cleaned["reassigned"].iat[i]))
+    for i in order:
+        source = Path(str(cleaned["path"].iat[i]))
+        old_split = str(cleaned["original_split"].iat[i])
+        new_split = str(cleaned["split"].iat[i])
+        moved = bool(cleaned["reassigned"].iat[i])
+        audited.add(source)
+        relative = source.relative_to(splits[old_split])
+        if moved and policy == "drop":
+            target: Path | None = None
+            action = "dropped"
+        else:
+            target = _unique_target(out / new_split / relative, old_split, taken)
+            taken.add(target)
+            action = "moved" if moved else "kept"
+        rows.append(
+            {
+                "source": source,
+                "target": target,
+                "old_path": source.relative_to(root).as_posix(),
+                "new_path": target.relative_to(out).as_posix() if target is not None else "",
+                "old_split": old_split,
+                "new_split": new_split if target is not None else "",
+                "action": action,
+                "group_id": cleaned["group_id"].iat[i],
+            }
+        )
+    # Everything else in the tree (labels, READMEs, hidden files) is copied as it is.
+    for directory, subdirs, files in os.walk(root):
+        subdirs.sort()
+        for name in sorted(files):
+            source = Path(directory) / name
+            if source in audited:
+                continue
+            relative = source.relative_to(root)
+            top = relative.parts[0] if len(relative.parts) > 1 else ""
+            split = top if top in splits else ""
+            target = out / relative
+            if target in taken:
+                continue  # a moved image already took this path; it wins
+            taken.add(target)
+            rows.append(
+                {
+                    "source": source,
+                    "target": target,
+                    "old_path": relative.as_posix(),
+                    "new_path": relative.as_posix(),
+                    "old_split": split,
+                    "new_split": split,
+                    "action": "unaudited",
+                    "group_id": None,
+                }
+            )
+    return rows
+
+
+def _cmd_clean(args: argparse.Namespace) -> int:
+    from leakaudit._progress import Progress, progress_enabled
+    from leakaudit.cleaning import clean_splits
+
+    root: Path = _check_dir(args.root)
+    out: Path = args.out
+    _check_clean_target(root, out, args.manifest, args.force)
+    splits = find_split_folders(root, args.split)
+    priority = _resolve_priority(args.priority, list(splits))
+    _check_outputs(args)
+    existing = {p for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
+
+    report = _run_audit(splits, args)
+    print(report.to_text())
+    assert report.table is not None  # audit_splits always returns its table
+    cleaned = clean_splits(report.table, priority)
+    plan = _clean_plan(cleaned, splits, root, out, args.policy)
+
+    out.mkdir(parents=True, exist_ok=True)
+    writes = [row for row in plan if row["target"] is not None]
+    bar = Progress(
+        len(writes), label="writing", enabled=progress_enabled(_progress(args), len(writes))
+    )
+    linked = 0
+    for row in writes:
+        linked += _place_file(row["source"], row["target"], link=not args.copy)
+        bar.update()
+    bar.close()
+    manifest = args.manifest if args.manifest is not None else out / MANIFEST_NAME
+    frame = pd.DataFrame(plan)[MANIFEST_COLUMNS]
+    frame["group_id"] = frame["group_id"].astype("Int64")
+    frame.to_csv(manifest, index=False)
+
+    counts = frame["action"].value_counts()
+    how = (
+        "all hard-linked"
+        if linked == len(writes)
+        else "all copied"
+        if linked == 0
+        else f"{linked} hard-linked, {len(writes) - linked} copied"
+    )
+    print()
+    print(
+        f"Wrote a leak-free copy of {root} to {out} ({how}): "
+        f"{counts.get('kept', 0)} image(s) kept, {counts.get('moved', 0)} moved, "
+        f"{counts.get('dropped', 0)} dropped, {counts.get('unaudited', 0)} other file(s) copied "
+        f"as they are. Priority: {' > '.join(priority) or '(order of appearance)'}."
+    )
+    print(f"Manifest: {manifest}")
+    stale = existing - {row["target"] for row in writes} - {manifest}
+    if stale:
+        log.warning(
+            "%d file(s) already in %s are not part of this copy and were left in place",
+            len(stale),
+            out,
+        )
+    _write_outputs(report, args)
+    return _exit_code(report, args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -299,15 +688,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scan": _cmd_scan,
         "compare": _cmd_compare,
         "demo": _cmd_demo,
+        "clean": _cmd_clean,
     }
     try:
         if args.command == "env":
             return _cmd_env()
         code: int = commands[args.command](args)
         return code
-    except (UsageError, FileNotFoundError, NotADirectoryError, ValueError, TypeError) as error:
+    except (UsageError, OSError, ValueError, TypeError) as error:
+        # Usage and input errors (a missing folder, a bad threshold, an unwritable output) are
+        # one line, not a traceback.
         print(f"leakaudit: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("leakaudit: interrupted", file=sys.stderr)
+        return 130
 
 
 def main_entry() -> None:

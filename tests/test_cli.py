@@ -6,10 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import imagegen
 import pandas as pd
 import pytest
 
-from leakaudit.cli import main
+from leakaudit import export
+from leakaudit.cli import MANIFEST_COLUMNS, MANIFEST_NAME, main
 from leakaudit.demo import build_demo_dataset
 
 
@@ -94,3 +96,197 @@ def test_installed_entry_point_runs_as_subprocess(demo_root: Path) -> None:
         [sys.executable, "-m", "leakaudit", "env"], capture_output=True, text=True, timeout=120
     )
     assert module.returncode == 0 and "leakaudit 0.1.0" in module.stdout
+
+
+# --------------------------------------------------------------------- tiny trees
+
+SPLIT_DIRS = {"train": "Train", "val": "VALIDATION", "test": "Test"}
+
+
+def tiny_tree(root: Path) -> Path:
+    """Train/VALIDATION/Test (mixed case) in the ImageFolder layout: t0 leaks into Test,
+    t1 into VALIDATION; 64x48 images."""
+    images = [imagegen.photo_like(seed, (64, 48)) for seed in range(8)]
+    layout = {
+        "Train/cat/t0.png": 0,
+        "Train/cat/t1.png": 1,
+        "Train/dog/t2.png": 2,
+        "Train/dog/t3.png": 3,
+        "VALIDATION/cat/v4.png": 4,
+        "VALIDATION/cat/t1_copy.png": 1,
+        "Test/cat/s5.png": 5,
+        "Test/dog/s6.png": 6,
+        "Test/cat/t0.png": 0,  # same relative path as the train original: a name collision
+    }
+    for rel, index in layout.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        images[index].save(root / rel)
+    (root / "Train" / "labels.txt").write_text("cat\ndog\n")
+    return root
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    return tiny_tree(tmp_path / "data")
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_scan_recognises_splits_case_insensitively_and_extra_ones(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tree / "holdout").mkdir()
+    imagegen.photo_like(3, (64, 48)).save(tree / "holdout" / "h3.png")  # leaks from Train
+    assert main(["scan", str(tree), "--quiet", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "LEAKAGE: 4 of 9 images" in out
+    # Train first, then VALIDATION, then Test, whatever the alphabet says.
+    assert out.index("Train  ") < out.index("VALIDATION  ") < out.index("Test  ")
+    assert main(["scan", str(tree), "--quiet", "--workers", "1", "--split", "HoldOut"]) == 0
+    assert "LEAKAGE: 6 of 10 images" in capsys.readouterr().out
+    assert main(["scan", str(tree), "--quiet", "--split", "nope"]) == 2
+    assert "--split names no folder" in capsys.readouterr().err
+
+
+def test_scan_flat_layout_and_clean_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for split, seeds in {"train": (0, 1), "test": (2, 3)}.items():
+        (tmp_path / split).mkdir()
+        for seed in seeds:
+            imagegen.photo_like(seed, (64, 48)).save(tmp_path / split / f"{seed}.png")
+    assert main(["scan", str(tmp_path), "--quiet", "--workers", "1", "--fail-on-leak"]) == 0
+    assert "No leakage" in capsys.readouterr().out
+
+
+def test_all_outputs_have_the_documented_columns(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["scan", str(tree), "--quiet", "--workers", "1", "--csv", str(out / "t.csv")]
+    argv += ["--json", str(out / "r.json"), "--html", str(out / "r.html")]
+    argv += ["--show", str(out / "pairs")]
+    assert main(argv) == 0
+    assert list(pd.read_csv(out / "t.csv").columns) == export.IMAGE_COLUMNS
+    pairs = pd.read_csv(out / "t.pairs.csv")
+    assert list(pairs.columns) == export.PAIR_COLUMNS
+    assert sorted(pairs["split_b"]) == ["Test", "VALIDATION"]
+    assert set(pairs["split_a"]) == {"Train"} and (pairs["distance"] == 0).all()
+    groups = pd.read_csv(out / "t.groups.csv")
+    assert list(groups.columns) == export.GROUP_COLUMNS
+    assert groups["kind"].tolist() == ["cross_split", "cross_split"]
+    splits = pd.read_csv(out / "t.splits.csv")
+    assert list(splits.columns) == export.SPLIT_COLUMNS
+    assert splits["n_leaked"].tolist() == [2, 1, 1]
+    data = json.loads((out / "r.json").read_text())
+    assert data["format"] == "leakaudit-report" and data["n_leaked_images"] == 4
+    assert {"splits", "groups", "pairs", "images"} <= set(data)
+    assert set(data["pairs"][0]) == set(export.PAIR_COLUMNS)
+    assert (out / "r.html").read_text().count('class="group leaked"') == 2
+    shown = sorted(p.name for p in (out / "pairs").iterdir())
+    assert len(shown) == 2 and all(name.endswith(".png") for name in shown)
+
+
+def test_readme_documents_every_output_column() -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("### Output columns", 1)[1].split("\n## ", 1)[0]
+    columns = export.IMAGE_COLUMNS + export.PAIR_COLUMNS + export.GROUP_COLUMNS
+    columns += export.SPLIT_COLUMNS + MANIFEST_COLUMNS
+    missing = [c for c in columns if f"`{c}`" not in section]
+    assert missing == []
+
+
+def test_clean_moves_leaks_and_never_touches_root(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _snapshot(tree)
+    out = tmp_path / "clean"
+    code = main(["clean", str(tree), "--out", str(out), "--quiet", "--workers", "1"])
+    assert code == 0, capsys.readouterr().err
+    assert _snapshot(tree) == before
+    manifest = pd.read_csv(out / MANIFEST_NAME, keep_default_na=False)
+    assert list(manifest.columns) == MANIFEST_COLUMNS
+    assert len(manifest) == 10  # 9 images + labels.txt
+    moved = manifest[manifest["action"] == "moved"].sort_values("old_path")
+    assert moved["old_path"].tolist() == ["Test/cat/t0.png", "VALIDATION/cat/t1_copy.png"]
+    # The test copy of t0 collides with Train/cat/t0.png, so it is renamed, not overwritten.
+    assert moved["new_path"].tolist() == ["Train/cat/t0.from-Test.png", "Train/cat/t1_copy.png"]
+    other = manifest[manifest["action"] == "unaudited"]
+    assert other["new_path"].tolist() == ["Train/labels.txt"]
+    for row in manifest.itertuples():
+        assert (out / row.new_path).read_bytes() == (tree / row.old_path).read_bytes()
+    assert main(["scan", str(out), "--quiet", "--workers", "1", "--fail-on-leak"]) == 0
+    assert "Train  " in capsys.readouterr().out
+    # Hard links where the file system allows them (a tmp folder does).
+    assert (out / "Train/cat/t1.png").stat().st_ino == (tree / "Train/cat/t1.png").stat().st_ino
+
+
+def test_clean_drop_policy_priority_and_copy(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "clean"
+    argv = ["clean", str(tree), "--out", str(out), "--quiet", "--workers", "1"]
+    argv += ["--policy", "drop", "--priority", "test,val,train", "--copy"]
+    assert main(argv) == 0
+    manifest = pd.read_csv(out / MANIFEST_NAME, keep_default_na=False)
+    dropped = manifest[manifest["action"] == "dropped"].sort_values("old_path")
+    # test outranks val outranks train: the train originals are the ones dropped.
+    assert dropped["old_path"].tolist() == ["Train/cat/t0.png", "Train/cat/t1.png"]
+    assert (dropped["new_path"] == "").all()
+    assert not (out / "Train/cat/t0.png").exists() and (out / "Test/cat/t0.png").exists()
+    assert (out / "Test/cat/t0.png").stat().st_ino != (tree / "Test/cat/t0.png").stat().st_ino
+    assert "2 dropped" in capsys.readouterr().out
+
+
+def test_clean_refuses_unsafe_targets(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--quiet", "--workers", "1"]
+    assert main(["clean", str(tree), "--out", str(tree / "Train" / "clean"), *base]) == 2
+    assert "outside ROOT" in capsys.readouterr().err
+    assert main(["clean", str(tree), "--out", str(tree), *base]) == 2
+    assert main(["clean", str(tree), "--out", str(tmp_path), *base]) == 2
+    assert "must not contain ROOT" in capsys.readouterr().err
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    assert main(["clean", str(tree), "--out", str(busy), *base]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert main(["clean", str(tree), "--out", str(busy), "--priority", "tran", *base]) == 2
+    assert main(["clean", str(tree), "--out", str(busy), "--force", *base]) == 0
+    assert (busy / "keep.txt").read_text() == "mine"
+    assert "left in place" in capsys.readouterr().err
+    # Re-running over a hard-linked copy replaces links instead of writing through them.
+    before = _snapshot(tree)
+    assert main(["clean", str(tree), "--out", str(busy), "--force", *base]) == 0
+    assert _snapshot(tree) == before
+    assert not (tree / "Train" / "clean").exists()
+
+
+def test_more_usage_errors(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(tree / "Train")]) == 2
+    assert "at least one TEST_DIR" in capsys.readouterr().err
+    assert main(["compare", str(tree / "Train"), str(tmp_path / "nope")]) == 2
+    assert "folder not found" in capsys.readouterr().err
+    missing_dir = str(tmp_path / "no" / "r.html")
+    assert main(["scan", str(tree), "--html", missing_dir]) == 2
+    assert "--html: folder not found" in capsys.readouterr().err
+    assert main(["scan", str(tree), "--fail-on-leak", "lots"]) == 2
+    assert main(["scan", str(tree), "--fail-on-leak", "150%"]) == 2
+    assert main(["scan", str(tree), "--workers", "0", "--quiet"]) == 2
+    assert "workers must be an int" in capsys.readouterr().err
+    assert main(["clean", str(tree)]) == 2  # --out is required
+
+
+def test_env_and_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["env"]) == 0
+    out = capsys.readouterr().out
+    assert "leakaudit 0.1.0" in out and "Pillow" in out
+    assert main(["--version"]) == 0

@@ -1,0 +1,707 @@
+"""A self-contained HTML rendering of a :class:`~leakaudit.report.LeakageReport`.
+
+One file, no external resources (thumbnails are embedded as base64 JPEG data
+URIs, the histogram is inline SVG, the style sheet is inline, no script), so it
+opens offline and can be attached to a bug report or a CI artifact.
+
+Every string that comes from the data (file names, split names, error
+messages, parameters) is untrusted and goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from leakaudit._progress import Progress, progress_enabled
+from leakaudit._validation import check_int
+from leakaudit.export import split_table, table_distances
+from leakaudit.report import LeakageReport
+
+__all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
+
+# Query rows x all rows per block of the nearest-neighbour brute force (uint64 elements): 32 MB.
+_NN_BLOCK_ELEMENTS = 1 << 22
+# Badge colours, one per split in order (colour-blind-friendly Okabe-Ito, darkened for white text).
+_PALETTE = ("#0066aa", "#c05a00", "#007a5a", "#a0307a", "#5a5a00", "#4a4a9a", "#8a3a1a", "#336")
+
+
+def _e(value: object) -> str:
+    """Escape any value for HTML text and attribute values."""
+    return html.escape(str(value), quote=True)
+
+
+@dataclass(frozen=True)
+class NearestNeighbourDistances:
+    """Each sampled image's distance to its nearest other image.
+
+    Attributes
+    ----------
+    distances : ndarray of int64
+        One distance per query image.
+    n_images : int
+        Images eligible (readable, not low-information).
+    exact : bool
+        True when every eligible image was a query; otherwise a random sample
+        of them was, each still compared against all eligible images.
+    """
+
+    distances: NDArray[np.int64]
+    n_images: int
+    exact: bool
+
+
+def nearest_neighbour_distances(
+    report: LeakageReport, *, sample: int = 2000, seed: int = 0
+) -> NearestNeighbourDistances:
+    """Compute nearest-neighbour distances by a chunked brute force.
+
+    The distance is the one the threshold applies to (for ``phash+dhash``
+    the larger of the two). Unreadable and low-information images (whose
+    hashes carry no meaning) take no part. With more than ``sample`` eligible
+    images, a seeded random sample of ``sample`` of them is queried against
+    all of them: the cost is ``sample * n`` comparisons, linear in ``n``.
+
+    Parameters
+    ----------
+    report : LeakageReport
+        An audit with its table.
+    sample : int, default 2000
+        Largest number of query images.
+    seed : int, default 0
+        Seed of the sample.
+
+    Returns
+    -------
+    NearestNeighbourDistances
+    """
+    sample = check_int("sample", sample, 1)
+    table = report.table
+    if table is None:
+        raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
+    method = report.parameters.get("method")
+    columns, valid = table_distances(table, method if isinstance(method, str) else None)
+    if "low_information" in table:
+        valid &= ~table["low_information"].fillna(False).astype(bool).to_numpy()
+    rows = np.flatnonzero(valid)
+    hashes = [values[rows] for values in columns]
+    n = len(rows)
+    if n < 2:
+        return NearestNeighbourDistances(np.zeros(0, dtype=np.int64), n, True)
+    exact = n <= sample
+    queries = (
+        np.arange(n)
+        if exact
+        else np.sort(np.random.default_rng(seed).choice(n, size=sample, replace=False))
+    )
+    nearest = np.empty(len(queries), dtype=np.int64)
+    step = max(1, _NN_BLOCK_ELEMENTS // n)
+    for q0 in range(0, len(queries), step):
+        block = queries[q0 : q0 + step]
+        distance = np.zeros((len(block), n), dtype=np.uint8)
+        for values in hashes:
+            np.maximum(
+                distance, np.bitwise_count(values[block, None] ^ values[None, :]), out=distance
+            )
+        distance[np.arange(len(block)), block] = 255  # an image is not its own neighbour
+        nearest[q0 : q0 + step] = distance.min(axis=1)
+    return NearestNeighbourDistances(nearest, n, exact)
+
+
+def _thumbnail(path: str, size: int) -> str | None:
+    """Return a JPEG data URI of ``path`` fitted in ``size`` px, or None if unreadable."""
+    from PIL import Image, ImageOps
+
+    if not os.path.isfile(path):
+        return None
+    try:
+        with warnings.catch_warnings():
+            # Decompression-bomb warnings are the loader's business, not the report's.
+            warnings.simplefilter("ignore")
+            with Image.open(path) as opened:
+                opened.draft("RGB", (size * 2, size * 2))  # JPEG: decode at reduced size
+                image = ImageOps.exif_transpose(opened)
+                image.thumbnail((size, size))
+                if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
+                    rgba = image.convert("RGBA")
+                    image = Image.new("RGB", rgba.size, (255, 255, 255))
+                    image.paste(rgba, mask=rgba.getchannel("A"))
+                image = image.convert("RGB")
+                buffer = io.BytesIO()
+                image.save(buffer, "JPEG", quality=75)
+    except Exception:  # any decode failure just means "no preview"
+        return None
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _common_root(paths: Iterable[str]) -> str | None:
+    values = [p for p in paths if isinstance(p, str) and p]
+    if len(values) < 2:
+        return None
+    try:
+        root = os.path.commonpath(values)
+    except ValueError:  # mixed absolute and relative paths, or different drives
+        return None
+    return root if root and root not in values else None
+
+
+class _Renderer:
+    def __init__(
+        self,
+        report: LeakageReport,
+        *,
+        title: str,
+        max_groups: int,
+        max_members: int,
+        thumbnail_size: int,
+        nn_sample: int,
+        progress: bool | None,
+    ) -> None:
+        if report.table is None:
+            raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
+        self.report = report
+        self.table: pd.DataFrame = report.table
+        self.title = title
+        self.max_groups = max_groups
+        self.max_members = max_members
+        self.thumbnail_size = thumbnail_size
+        self.nn_sample = nn_sample
+        self.progress = progress
+        method = report.parameters.get("method")
+        self.method = method if isinstance(method, str) else None
+        threshold = report.parameters.get("threshold")
+        self.threshold = int(threshold) if isinstance(threshold, (int, np.integer)) else None
+        self.columns, self.valid = table_distances(self.table, self.method)
+        self.split_index = {str(s): i for i, s in enumerate(report.images_by_split.index)}
+        self.paths = [str(p) for p in self.table["path"]] if "path" in self.table else []
+        self.root = _common_root(self.paths)
+        self.thumbs: dict[str, str | None] = {}
+
+    # ---------------------------------------------------------------- helpers
+
+    def display_path(self, path: str) -> str:
+        if self.root is not None and path.startswith(self.root):
+            return os.path.relpath(path, self.root)
+        return path
+
+    def badge(self, split: object) -> str:
+        if split is None or (isinstance(split, float) and np.isnan(split)):
+            return '<span class="badge nosplit">no split</span>'
+        index = self.split_index.get(str(split), len(self.split_index))
+        colour = _PALETTE[index % len(_PALETTE)]
+        return f'<span class="badge" style="background:{colour}">{_e(split)}</span>'
+
+    def distance(self, i: int, j: int) -> tuple[int, str]:
+        parts = [int(np.bitwise_count(values[i] ^ values[j])) for values in self.columns]
+        if self.method == "phash+dhash" and len(parts) == 2:
+            detail = f"pHash {parts[0]}, dHash {parts[1]}"
+        else:
+            detail = f"{self.method or 'hash'} {parts[0]}"
+        return max(parts), detail
+
+    # --------------------------------------------------------------- sections
+
+    def render(self) -> str:
+        leaked, within = self.group_order()
+        shown_leaked = leaked[: self.max_groups]
+        shown_within = within[: self.max_groups]
+        needed = {
+            self.paths[r]
+            for g in (*shown_leaked, *shown_within)
+            for r in self.member_rows(g)[: self.max_members]
+        }
+        self.load_thumbnails(sorted(needed))
+        body = [
+            self.header(),
+            self.summary(),
+            self.histogram(),
+            self.groups_section(
+                "leaked",
+                "Leaked groups",
+                "Duplicate groups whose members sit in more than one split: the leakage. "
+                "Largest first; among equal sizes the closest (most certain) first; "
+                "blank or near-flat (low-information) groups last.",
+                leaked,
+            ),
+            self.groups_section(
+                "within",
+                "Duplicates within one split",
+                "Not leakage, but they weigh the same image more than once in training or "
+                "evaluation.",
+                within,
+            ),
+            self.unreadable(),
+            self.parameters(),
+        ]
+        return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
+
+    def member_rows(self, group_id: Any) -> list[int]:
+        rows = np.flatnonzero(self.table["group_id"].to_numpy() == group_id)
+        order = sorted(
+            rows.tolist(),
+            key=lambda r: (
+                self.split_index.get(str(self.table["split"].iat[r]), len(self.split_index)),
+                self.paths[r] if self.paths else "",
+            ),
+        )
+        return order
+
+    def group_order(self) -> tuple[list[Any], list[Any]]:
+        groups = self.report.leaked_groups
+        leaked: list[Any] = []
+        if len(groups):
+            spread = pd.to_numeric(groups["max_distance"], errors="coerce").fillna(65)
+            keys = pd.DataFrame(
+                {
+                    "low": groups["low_information"].astype(bool),
+                    "size": -groups["n_members"].astype(int),
+                    "spread": spread,
+                    "group_id": groups["group_id"],
+                }
+            )
+            leaked = keys.sort_values(["low", "size", "spread", "group_id"], kind="stable")[
+                "group_id"
+            ].tolist()
+        sizes = self.table.groupby("group_id").size()
+        leaked_set = set(leaked)
+        within = [g for g in sizes.sort_values(ascending=False, kind="stable").index]
+        within = [g for g in within if sizes[g] > 1 and g not in leaked_set]
+        return leaked, within
+
+    def load_thumbnails(self, paths: list[str]) -> None:
+        enabled = progress_enabled(self.progress, len(paths))
+        bar = Progress(len(paths), label="thumbnails", enabled=enabled)
+        for path in paths:
+            self.thumbs[path] = _thumbnail(path, self.thumbnail_size)
+            bar.update()
+        bar.close()
+
+    def header(self) -> str:
+        report = self.report
+        total = report.total_images
+        if report.has_leakage:
+            pct = 100.0 * report.n_leaked_images / total if total else 0.0
+            verdict = (
+                f'<p class="verdict bad">Leakage: {report.n_leaked_images} of {total} images '
+                f"({pct:.2f}%) sit in {report.n_leaked_groups} duplicate group(s) that span "
+                "splits.</p>"
+            )
+        else:
+            verdict = (
+                f'<p class="verdict good">No leakage: none of {total} images has a '
+                "near-duplicate in another split.</p>"
+            )
+        root = f'<p class="root">Paths are relative to <code>{_e(self.root)}</code>.</p>'
+        return f"<header><h1>{_e(self.title)}</h1>{verdict}{root if self.root else ''}</header>"
+
+    def summary(self) -> str:
+        frame = split_table(self.report)
+        rows = []
+        for row in frame.itertuples(index=False):
+            rows.append(
+                f"<tr><td>{self.badge(row.split)}</td><td>{row.n_images}</td>"
+                f'<td class="{"bad" if row.n_leaked else ""}">{row.n_leaked}</td>'
+                f"<td>{row.pct_leaked:.2f}%</td><td>{row.n_within_split_duplicates}</td>"
+                f"<td>{row.n_unreadable}</td></tr>"
+            )
+        total = self.report.total_images
+        pct = 100.0 * self.report.n_leaked_images / total if total else 0.0
+        rows.append(
+            f'<tr class="total"><td>all</td><td>{total}</td><td>{self.report.n_leaked_images}</td>'
+            f"<td>{pct:.2f}%</td><td>{int(frame['n_within_split_duplicates'].sum())}</td>"
+            f"<td>{self.report.n_unreadable}</td></tr>"
+        )
+        return (
+            '<section id="summary"><h2>Summary per split</h2><table class="summary">'
+            "<thead><tr><th>split</th><th>images</th><th>leaked</th><th>% leaked</th>"
+            "<th>within-split duplicates</th><th>unreadable</th></tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table></section>"
+        )
+
+    def histogram(self) -> str:
+        found = nearest_neighbour_distances(self.report, sample=self.nn_sample)
+        head = '<section id="histogram"><h2>Nearest-neighbour distances</h2>'
+        if found.distances.size == 0:
+            return head + "<p>Fewer than two readable images: nothing to plot.</p></section>"
+        what = (
+            f"the {found.n_images} readable images (exact)"
+            if found.exact
+            else f"a random sample of {found.distances.size} of {found.n_images} readable images, "
+            "each against all of them (exact per sampled image)"
+        )
+        measure = (
+            "the larger of its pHash and dHash distances"
+            if self.method == "phash+dhash"
+            else f"{_e(self.method or 'hash')} Hamming distance"
+        )
+        counts = np.bincount(found.distances, minlength=65)[:65]
+        note = (
+            f"<p>For each of {what}, the distance ({measure}) to its nearest other image. "
+            "Blank or near-flat images are left out. Images at or left of the threshold line "
+            "have a duplicate; a clear gap between the two humps means the threshold is easy to "
+            "place. Bar heights are on a log scale; hover a bar for its count.</p>"
+        )
+        return head + note + self.histogram_svg(counts) + "</section>"
+
+    def histogram_svg(self, counts: NDArray[np.int64]) -> str:
+        highest = int(np.flatnonzero(counts).max())
+        top = min(64, max(highest, (self.threshold or 0) + 4, 16))
+        width, height, left, bottom, pad = 880, 250, 50, 40, 10
+        bar_w = (width - left - pad) / (top + 1)
+        scale = np.log10(1 + counts[: top + 1].astype(float))
+        peak = max(1.0, float(np.ceil(scale.max())))
+        plot_h = height - bottom - pad
+        parts = [
+            f'<svg class="hist" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+            f'width="{width}" height="{height}" role="img" '
+            'aria-label="histogram of nearest-neighbour distances">'
+        ]
+        # Gridlines at 1, 10, 100, ... images (bar height is log10(1 + count)).
+        power = 0
+        while np.log10(1 + 10**power) <= peak:
+            y = pad + plot_h - plot_h * np.log10(1 + 10**power) / peak
+            parts.append(
+                f'<line x1="{left}" x2="{width - pad}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">'
+                f"{10**power:,}</text>"
+            )
+            power += 1
+        for d in range(top + 1):
+            x = left + d * bar_w
+            h = plot_h * scale[d] / peak
+            linked = self.threshold is not None and d <= self.threshold
+            parts.append(
+                f'<rect x="{x + 1:.1f}" y="{pad + plot_h - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
+                f'height="{h:.1f}" class="{"linked" if linked else "apart"}">'
+                f"<title>distance {d}: {int(counts[d])} image(s)</title></rect>"
+            )
+            if d % 4 == 0 or (d == top and d % 4 >= 2):
+                parts.append(
+                    f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom + 16}" class="tick" '
+                    f'text-anchor="middle">{d}</text>'
+                )
+        beyond = int(counts[top + 1 :].sum())
+        if self.threshold is not None and self.threshold <= top:
+            x = left + (self.threshold + 1) * bar_w
+            parts.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{pad + plot_h}" class="cut"/>'
+                f'<text x="{x + 4:.1f}" y="{pad + 12}" class="cutlabel">threshold '
+                f"{self.threshold}</text>"
+            )
+        parts.append(
+            f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" '
+            'text-anchor="middle">distance to the nearest other image</text>'
+            f'<text x="12" y="{pad + plot_h / 2:.0f}" class="tick" text-anchor="middle" '
+            f'transform="rotate(-90 12 {pad + plot_h / 2:.0f})">images</text></svg>'
+        )
+        if beyond:
+            parts.append(f"<p>{beyond} image(s) have their nearest neighbour beyond {top}.</p>")
+        return "".join(parts)
+
+    def groups_section(self, anchor: str, heading: str, intro: str, groups: list[Any]) -> str:
+        out = [f'<section id="{anchor}"><h2>{heading} ({len(groups)})</h2><p>{intro}</p>']
+        if not groups:
+            out.append('<p class="none">None.</p>')
+        for group_id in groups[: self.max_groups]:
+            out.append(self.group_card(group_id, leaked=anchor == "leaked"))
+        if len(groups) > self.max_groups:
+            out.append(
+                f'<p class="omitted">{len(groups) - self.max_groups} more group(s) not shown '
+                "(the report shows at most "
+                f"{self.max_groups}; the CSV and JSON outputs list them all).</p>"
+            )
+        out.append("</section>")
+        return "".join(out)
+
+    def group_card(self, group_id: Any, *, leaked: bool) -> str:
+        rows = self.member_rows(group_id)
+        shown = rows[: self.max_members]
+        splits = [self.table["split"].iat[r] for r in rows]
+        counts: dict[str, int] = {}
+        for split in splits:
+            counts[str(split)] = counts.get(str(split), 0) + 1
+        spread = max(
+            (
+                self.distance(a, b)[0]
+                for a in shown
+                for b in shown
+                if a < b and self.valid[a] and self.valid[b]
+            ),
+            default=0,
+        )
+        summary = ", ".join(f"{_e(k)}: {v}" for k, v in counts.items())
+        cls = "group leaked" if leaked else "group within"
+        out = [
+            f'<article class="{cls}" id="{"g" if leaked else "w"}{_e(group_id)}" '
+            f'data-group-id="{_e(group_id)}"><h3>Group {_e(group_id)} '
+            f'<span class="meta">{len(rows)} images ({summary}); largest distance shown '
+            f"{spread}</span></h3>"
+            '<div class="members">'
+        ]
+        for number, row in enumerate(shown, 1):
+            path = self.paths[row]
+            uri = self.thumbs.get(path)
+            image = (
+                f'<img src="{uri}" alt="{_e(self.display_path(path))}">'
+                if uri
+                else '<div class="nothumb">no preview</div>'
+            )
+            out.append(
+                f'<figure class="member"><div class="thumb">{image}</div><figcaption>'
+                f'<span class="num">#{number}</span> {self.badge(self.table["split"].iat[row])}'
+                f'<span class="path">{_e(self.display_path(path))}</span></figcaption></figure>'
+            )
+        out.append("</div>")
+        out.append(self.distance_matrix(shown))
+        if len(rows) > len(shown):
+            rest = rows[len(shown) :]
+            listed = "".join(
+                f"<li>{self.badge(self.table['split'].iat[r])} "
+                f'<span class="path">{_e(self.display_path(self.paths[r]))}</span></li>'
+                for r in rest[:200]
+            )
+            more = " (first 200 listed)" if len(rest) > 200 else ""
+            out.append(
+                f'<details class="rest"><summary>{len(rest)} more member(s) without preview'
+                f"{more}</summary><ul>{listed}</ul></details>"
+            )
+        out.append("</article>")
+        return "".join(out)
+
+    def distance_matrix(self, rows: list[int]) -> str:
+        if len(rows) < 2:
+            return ""
+        if len(rows) == 2:
+            a, b = rows
+            if not (self.valid[a] and self.valid[b]):
+                return ""
+            value, detail = self.distance(a, b)
+            return f'<p class="pair">Distance <b>{value}</b> ({_e(detail)})</p>'
+        head = "".join(f"<th>#{i}</th>" for i in range(1, len(rows) + 1))
+        body = []
+        for i, a in enumerate(rows, 1):
+            cells = []
+            for b in rows:
+                if a == b:
+                    cells.append('<td class="self"></td>')
+                elif not (self.valid[a] and self.valid[b]):
+                    cells.append("<td>?</td>")
+                else:
+                    value, detail = self.distance(a, b)
+                    cross = str(self.table["split"].iat[a]) != str(self.table["split"].iat[b])
+                    cls = ' class="cross"' if cross else ""
+                    cells.append(f'<td{cls} title="{_e(detail)}">{value}</td>')
+            body.append(f"<tr><th>#{i}</th>{''.join(cells)}</tr>")
+        return (
+            '<table class="matrix"><caption>Pairwise distances (highlighted: across splits; '
+            "hover for each hash)</caption>"
+            f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        )
+
+    def unreadable(self) -> str:
+        head = '<section id="unreadable"><h2>Unreadable files'
+        if "error" not in self.table:
+            return head + "</h2><p>Not recorded.</p></section>"
+        bad = self.table[self.table["error"].notna()]
+        out = [f"{head} ({len(bad)})</h2>"]
+        if bad.empty:
+            out.append('<p class="none">None.</p>')
+        else:
+            out.append(
+                "<p>These files could not be decoded; they take no part in the audit.</p>"
+                '<table class="unreadable"><thead><tr><th>split</th><th>file</th><th>reason</th>'
+                "</tr></thead><tbody>"
+            )
+            for row in bad.head(1000).itertuples(index=False):
+                out.append(
+                    f"<tr><td>{self.badge(row.split)}</td>"
+                    f'<td class="path">{_e(self.display_path(str(row.path)))}</td>'
+                    f"<td>{_e(row.error)}</td></tr>"
+                )
+            out.append("</tbody></table>")
+            if len(bad) > 1000:
+                out.append(f'<p class="omitted">{len(bad) - 1000} more not shown.</p>')
+        out.append("</section>")
+        return "".join(out)
+
+    def parameters(self) -> str:
+        from leakaudit import __version__
+
+        values: dict[str, object] = dict(self.report.parameters)
+        values.update(
+            {
+                "leakaudit version": __version__,
+                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "groups shown per section (max)": self.max_groups,
+                "members shown per group (max)": self.max_members,
+                "thumbnail size (px)": self.thumbnail_size,
+            }
+        )
+        if self.root:
+            values["paths relative to"] = self.root
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in values.items())
+        return (
+            '<section id="parameters"><h2>Parameters</h2>'
+            f'<table class="params"><tbody>{rows}</tbody></table></section>'
+        )
+
+
+def render_html(
+    report: LeakageReport,
+    *,
+    title: str = "leakaudit report",
+    max_groups: int = 100,
+    max_members: int = 8,
+    thumbnail_size: int = 96,
+    nn_sample: int = 2000,
+    progress: bool | None = False,
+) -> str:
+    """Return a self-contained HTML page describing ``report``.
+
+    The page holds the per-split summary, a histogram of nearest-neighbour
+    distances with the threshold marked, every leaked group (thumbnails side
+    by side, split badges, paths, pairwise distances), within-split duplicate
+    groups, unreadable files and the parameters used.
+
+    Parameters
+    ----------
+    report : LeakageReport
+        An audit with its table (thumbnails are read from its ``path`` column).
+    title : str, default "leakaudit report"
+        The page title.
+    max_groups : int, default 100
+        Groups shown per section; a note says how many were left out.
+    max_members : int, default 8
+        Members shown with a thumbnail per group; the rest are listed by name.
+    thumbnail_size : int, default 96
+        Longest side of the embedded JPEG thumbnails, in pixels.
+    nn_sample : int, default 2000
+        Query images of the nearest-neighbour histogram (all when fewer).
+    progress : bool or None, default False
+        Progress bar while making thumbnails; None means on for long runs in
+        a terminal.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from PIL import Image
+    >>> from leakaudit import audit_splits
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for split in ("train", "test"):
+    ...     (root / split).mkdir()
+    >>> img = Image.effect_mandelbrot((128, 128), (-2, -1.5, 1, 1.5), 100)
+    >>> img.save(root / "train" / "a.png"); img.save(root / "test" / "a_copy.jpg", quality=80)
+    >>> report = audit_splits({"train": root / "train", "test": root / "test"}, workers=1)
+    >>> page = render_html(report)
+    >>> page.startswith("<!DOCTYPE html>"), page.count('class="group leaked"')
+    (True, 1)
+    """
+    renderer = _Renderer(
+        report,
+        title=title,
+        max_groups=check_int("max_groups", max_groups, 0),
+        max_members=check_int("max_members", max_members, 1),
+        thumbnail_size=check_int("thumbnail_size", thumbnail_size, 16, 1024),
+        nn_sample=check_int("nn_sample", nn_sample, 1),
+        progress=progress,
+    )
+    return renderer.render()
+
+
+def write_html(report: LeakageReport, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Write :func:`render_html` to ``path`` (UTF-8) and return the path.
+
+    ``options`` are passed to :func:`render_html`.
+    """
+    target = Path(path)
+    target.write_text(render_html(report, **options), encoding="utf-8")
+    return target
+
+
+_STYLE = """
+:root { color-scheme: light; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
+       color: #1d1d1f; background: #f5f5f7; }
+header, section { max-width: 1200px; margin: 0 auto; padding: 8px 24px; }
+h1 { font-size: 24px; margin: 16px 0 4px; }
+h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 28px; }
+h3 { font-size: 15px; margin: 0 0 8px; }
+.meta { font-weight: normal; color: #555; margin-left: 8px; }
+.verdict { font-size: 16px; font-weight: 600; padding: 8px 12px; border-radius: 6px; }
+.verdict.bad { background: #fde8e8; color: #8a1111; }
+.verdict.good { background: #e5f6ea; color: #135a2a; }
+table { border-collapse: collapse; background: #fff; }
+th, td { border: 1px solid #ddd; padding: 4px 10px; text-align: left; vertical-align: top; }
+table.summary td:not(:first-child), table.matrix td { text-align: right;
+       font-variant-numeric: tabular-nums; }
+td.bad { color: #a11; font-weight: 600; }
+tr.total td { font-weight: 600; }
+.badge { display: inline-block; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 12px;
+         font-weight: 600; margin-right: 6px; }
+.badge.nosplit { background: #777; }
+.group { background: #fff; border: 1px solid #ddd; border-left: 4px solid #c33;
+         border-radius: 6px; padding: 10px 14px; margin: 12px 0; }
+.group.within { border-left-color: #888; }
+.members { display: flex; flex-wrap: wrap; gap: 10px; }
+figure.member { margin: 0; width: 150px; }
+.thumb { width: 150px; height: 100px; display: flex; align-items: center; justify-content: center;
+         background: #eee; border-radius: 4px; overflow: hidden; }
+.thumb img { max-width: 100%; max-height: 100%; }
+.nothumb { color: #888; font-size: 12px; }
+figcaption { font-size: 12px; margin-top: 4px; word-break: break-all; }
+.num { color: #666; margin-right: 4px; }
+.path { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px;
+        word-break: break-all; }
+table.matrix { margin-top: 8px; font-size: 12px; }
+table.matrix caption { text-align: left; white-space: nowrap; color: #555; font-size: 12px;
+                       padding: 2px 0; }
+table.matrix td.cross { background: #fde8e8; font-weight: 600; }
+table.matrix td.self { background: #f0f0f0; }
+details.rest { margin-top: 6px; font-size: 12px; }
+.omitted { font-style: italic; color: #555; }
+.none { color: #555; }
+svg.hist { background: #fff; border: 1px solid #ddd; max-width: 100%; height: auto; }
+svg.hist .grid { stroke: #eee; }
+svg.hist .tick { font-size: 11px; fill: #555; }
+svg.hist rect.linked { fill: #c33; }
+svg.hist rect.apart { fill: #5b7ea6; }
+svg.hist .cut { stroke: #111; stroke-dasharray: 4 3; stroke-width: 1.5; }
+svg.hist .cutlabel { font-size: 12px; fill: #111; }
+table.params th { font-weight: 600; background: #fafafa; }
+"""
+
+# Defence in depth on top of escaping: the page may load nothing but its own inline style and
+# data: images, and may run no script at all.
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<title>{title}</title>
+<style>{style}</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""
