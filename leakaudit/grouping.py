@@ -18,7 +18,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._validation import check_int, describe
-from leakaudit.search import as_hash_array, iter_unique_pairs
+from leakaudit.search import as_hash_array, iter_linking_pairs
 
 __all__ = [
     "GroupSpread",
@@ -30,16 +30,23 @@ __all__ = [
 # Edges are merged in batches of at least this many (or at least the number of nodes), so that the
 # O(n) final compression work per batch stays small next to the edges themselves.
 _MIN_BATCH_EDGES = 1 << 22
+# While grouping, merges pay off early: the search skips buckets that are already one component.
+_LINKING_BATCH_EDGES = 1 << 20
 
 
 class _Forest:
     """A union-find forest over ``0..n-1`` stored as one ``parent`` array."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, *, batch: int | None = None) -> None:
         self.parent = np.arange(n, dtype=np.int64)
         self.pending: list[tuple[NDArray[np.int64], NDArray[np.int64]]] = []
         self.pending_count = 0
-        self.batch = max(_MIN_BATCH_EDGES, n)
+        self.batch = batch if batch is not None else max(_MIN_BATCH_EDGES, n)
+        self.version = 0  # bumped on every merge; the search watches it
+
+    def roots(self) -> NDArray[np.int64]:
+        """Each node's root; the forest is kept flat, so this is the parent array itself."""
+        return self.parent
 
     def add(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> None:
         self.pending.append((a, b))
@@ -54,6 +61,7 @@ class _Forest:
         b = np.concatenate([p[1] for p in self.pending])
         self.pending, self.pending_count = [], 0
         self._union(a, b)
+        self.version += 1
 
     def _find(self, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
         parent = self.parent
@@ -229,8 +237,9 @@ def group_labels_within(
         active &= _check_mask("linkable", linkable, n)
     rows = np.flatnonzero(active)
     unique, inverse = np.unique(h[rows], return_inverse=True)
-    forest = _Forest(unique.size)
-    for a, b in iter_unique_pairs(unique, t):
+    # Small batches: each merge lets the search skip more buckets that are already one group.
+    forest = _Forest(unique.size, batch=_LINKING_BATCH_EDGES)
+    for a, b in iter_linking_pairs(unique, t, forest):
         forest.add(a, b)
     component = np.empty(n, dtype=np.int64)
     unique_labels = forest.labels()

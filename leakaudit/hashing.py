@@ -19,7 +19,19 @@ hex digits this is exactly ``str(imagehash.phash(image))`` /
 
 Hashes of near-flat images are noise: their 63 AC coefficients are all close to
 zero and the median split flips at random. Such images are flagged with
-``low_information=True`` so the search can treat them separately.
+``low_information=True`` so the search can treat them separately; for them (and
+only for them) a ``digest`` of the file bytes is computed, which links a blank
+image to its byte-identical copies.
+
+Resampling
+----------
+The two Lanczos resizes are Pillow's own ``Image.resize(size, LANCZOS)``
+reproduced exactly in numpy (see :func:`_lanczos_weights`): the same fixed-point
+coefficients, the same rounding and clipping after each pass, the same pass
+order. Both thumbnails come from one float64 matrix product per pass, several
+times cheaper than two calls into Pillow on images this small. The emulation
+checks itself against the installed Pillow once per process and falls back to
+Pillow's resize should they ever disagree.
 """
 
 from __future__ import annotations
@@ -31,10 +43,11 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
@@ -93,6 +106,7 @@ LOW_INFORMATION_RMS = 2.0
 _PHASH_SIZE = 32
 _HASH_SIDE = 8
 _LANCZOS = Image.Resampling.LANCZOS
+_DHASH_SIZE = (_HASH_SIDE + 1, _HASH_SIDE)  # (width, height) of the dHash strip
 
 
 def _dct_ii_matrix(n: int, keep: int) -> NDArray[np.float64]:
@@ -138,8 +152,12 @@ class ImageHashes:
     low_information : bool
         The image is (nearly) flat; its pHash is not reproducible.
     digest : int
-        64-bit BLAKE2b of the encoded file bytes (for a PIL image: of its mode,
-        size and pixel bytes); equal digests mean identical files.
+        Only when ``low_information`` is True: the 64-bit BLAKE2b of the encoded
+        file bytes (for a PIL image: of its mode, size and pixel bytes); equal
+        digests mean identical files. **0 for every other image**: the digest is
+        only used to link blank images to their byte-identical copies, and
+        hashing the bytes of every file would cost as much as a third of the
+        decode.
     """
 
     phash: int
@@ -156,8 +174,12 @@ class HashTable:
     ----------
     sources : list of str
         ``str(path)``, or ``"<bytes #i>"`` / ``"<PIL image #i>"`` for in-memory items.
-    phash, dhash, digest : numpy.ndarray of uint64
+    phash, dhash : numpy.ndarray of uint64
         The hashes; 0 in invalid rows.
+    digest : numpy.ndarray of uint64
+        BLAKE2b of the file bytes (see :class:`ImageHashes`), computed **only for
+        low_information rows**; 0 in every other row, which means "not
+        computed", not "equal".
     low_information : numpy.ndarray of bool
         Near-flat images whose pHash is noise (False in invalid rows).
     valid : numpy.ndarray of bool
@@ -180,6 +202,9 @@ class HashTable:
     def to_frame(self) -> pd.DataFrame:
         """Return the table as a DataFrame with hex-string hashes (missing where invalid).
 
+        ``digest`` is missing too wherever it was not computed (rows that are not
+        ``low_information``).
+
         Examples
         --------
         >>> from PIL import Image
@@ -189,16 +214,18 @@ class HashTable:
         """
         import pandas as pd
 
-        def column(values: NDArray[np.uint64]) -> list[str | None]:
+        def column(
+            values: NDArray[np.uint64], present: NDArray[np.bool_] = self.valid
+        ) -> list[str | None]:
             texts = hashes_to_hex(values)
-            return [t if ok else None for t, ok in zip(texts, self.valid.tolist(), strict=True)]
+            return [t if ok else None for t, ok in zip(texts, present.tolist(), strict=True)]
 
         frame: pd.DataFrame = pd.DataFrame(
             {
                 "source": self.sources,
                 "phash": column(self.phash),
                 "dhash": column(self.dhash),
-                "digest": column(self.digest),
+                "digest": column(self.digest, self.valid & self.low_information),
                 "low_information": self.low_information,
                 "valid": self.valid,
                 "error": [self.errors.get(i) for i in range(len(self.sources))],
@@ -207,26 +234,220 @@ class HashTable:
         return frame
 
 
+# ------------------------------------------------------------------- resampling
+
+# Pillow's fixed-point resampling of 8-bit images (src/libImaging/Resample.c):
+# coefficients are rounded to multiples of 2**-22 (PRECISION_BITS = 32 - 8 - 2),
+# each pass accumulates pixel * coefficient in integers plus 1 << 21, shifts right
+# by 22 and clips to 0..255, so the intermediate image is 8-bit again.
+_PRECISION_BITS = 22
+_FIXED_ONE = float(1 << _PRECISION_BITS)
+_LANCZOS_SUPPORT = 3.0
+
+
+def _sinc(x: float) -> float:
+    if x == 0.0:
+        return 1.0
+    x = x * math.pi
+    return math.sin(x) / x
+
+
+def _lanczos(x: float) -> float:
+    # Pillow's lanczos_filter, in the same double arithmetic (math.sin is libm's sin).
+    if -3.0 <= x < 3.0:
+        return _sinc(x) * _sinc(x / 3.0)
+    return 0.0
+
+
+@lru_cache(maxsize=1024)
+def _lanczos_weights(in_size: int, out_size: int) -> NDArray[np.float64]:
+    """Pillow's Lanczos coefficients for ``in_size -> out_size`` as an (out, in) matrix.
+
+    precompute_coeffs + normalize_coeffs_8bpc, step for step: the coefficients
+    are computed in double, normalised by their (sequential) sum, rounded half
+    away from zero to integers k in units of 2**-22, and stored as ``k / 2**22``.
+    Those are exact in float64, and so is every product of a product pass: a
+    pixel (<= 255) times k (< 2**23) over a few hundred taps stays below 2**40,
+    far inside float64's 53 bits whatever order BLAS sums in. A matrix product
+    therefore returns Pillow's integer accumulator / 2**22 exactly.
+    """
+    scale = in_size / out_size
+    filterscale = max(scale, 1.0)
+    support = _LANCZOS_SUPPORT * filterscale
+    inverse = 1.0 / filterscale
+    matrix = np.zeros((out_size, in_size), dtype=np.float64)
+    for out in range(out_size):
+        center = (out + 0.5) * scale
+        first = max(int(center - support + 0.5), 0)  # int(): truncation, as C's (int)
+        stop = min(int(center + support + 0.5), in_size)
+        taps = [_lanczos((x - center + 0.5) * inverse) for x in range(first, stop)]
+        total = 0.0
+        for tap in taps:  # summed in order, as the C loop does (not pairwise)
+            total += tap
+        if total != 0.0:
+            taps = [tap / total for tap in taps]
+        matrix[out, first:stop] = [
+            int(0.5 + tap * _FIXED_ONE) if tap >= 0 else int(-0.5 + tap * _FIXED_ONE)
+            for tap in taps
+        ]
+    matrix /= _FIXED_ONE
+    matrix.flags.writeable = False
+    return matrix
+
+
+@lru_cache(maxsize=512)
+def _horizontal_pair(width: int) -> NDArray[np.float64]:
+    """(width, 32 + 9): right-multiplying rows by this resamples them to both widths."""
+    stacked = np.concatenate(
+        [_lanczos_weights(width, _PHASH_SIZE), _lanczos_weights(width, _DHASH_SIZE[0])]
+    )
+    both: NDArray[np.float64] = np.ascontiguousarray(stacked.T)
+    both.flags.writeable = False
+    return both
+
+
+@lru_cache(maxsize=512)
+def _vertical_pair(height: int) -> NDArray[np.float64]:
+    """(32 + 8, height): left-multiplying columns by this resamples them to both heights."""
+    both = np.concatenate(
+        [_lanczos_weights(height, _PHASH_SIZE), _lanczos_weights(height, _DHASH_SIZE[1])]
+    )
+    both.flags.writeable = False
+    return both
+
+
+# OpenBLAS runs a GEMM on one thread while m * n * k <= 65536 * 4 and splits larger
+# ones across every core. For products this small threads cost more than they
+# save, and in a process pool (one worker per core) they oversubscribe the CPU:
+# larger products are done in row blocks that each stay under the limit.
+_SERIAL_GEMM_SIZE = 65536 * 4
+
+
+def _matmul(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``a @ b``, in row blocks small enough for BLAS to stay single-threaded."""
+    rows, inner = a.shape
+    step = max(1, _SERIAL_GEMM_SIZE // (inner * b.shape[1]))
+    if rows <= step:
+        product: NDArray[np.float64] = a @ b
+        return product
+    out = np.empty((rows, b.shape[1]), dtype=np.float64)
+    for start in range(0, rows, step):
+        np.matmul(a[start : start + step], b, out=out[start : start + step])
+    return out
+
+
+def _round_clip(acc: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Pillow's ``clip8((acc + 1 << 21) >> 22)`` on accumulators in units of 2**22, in place."""
+    acc += 0.5  # exact: acc is a multiple of 2**-22 below 2**10
+    np.floor(acc, out=acc)
+    np.clip(acc, 0.0, 255.0, out=acc)
+    return acc
+
+
+def _vertical_first(width: int, height: int, size: tuple[int, int]) -> bool:
+    """Pillow >= 13's pass order: vertical first when the height shrinks much more.
+
+    (python-pillow/Pillow#9549: when the height is reduced and by more than twice
+    as many rows as the width loses columns.)
+    """
+    out_width, out_height = size
+    return out_height < height and height - out_height > 2 * (width - out_width)
+
+
+def _resample(
+    pixels: NDArray[np.float64], size: tuple[int, int], vertical_first: bool
+) -> NDArray[np.float64]:
+    """One Pillow Lanczos resize of float64 pixels (exact 8-bit values) to ``size``."""
+    height, width = pixels.shape
+    rows = _lanczos_weights(height, size[1])
+    columns = _lanczos_weights(width, size[0]).T
+    if vertical_first:
+        return _round_clip(_matmul(_round_clip(_matmul(rows, pixels)), columns))
+    return _round_clip(_matmul(rows, _round_clip(_matmul(pixels, columns))))
+
+
+@lru_cache(maxsize=1)
+def _pillow_pass_order() -> str | None:
+    """Which pass order the installed Pillow uses, checked on probe images.
+
+    ``"rule"``: :func:`_vertical_first` (Pillow >= 13); ``"horizontal"``: always
+    horizontal first (Pillow < 13); None: the emulation does not reproduce this
+    Pillow, so :func:`_thumbnails` calls Pillow itself.
+    """
+    rng = np.random.default_rng(20240601)
+    # (height, width): tall (vertical first under the rule), wide, upscaled, and
+    # either side of the rule's boundary for each target. Random pixels, so
+    # that the two orders give different results.
+    shapes = ((181, 37), (40, 150), (7, 5), (88, 60), (89, 60), (50, 30), (51, 30))
+    probes = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in shapes]
+    for order in ("rule", "horizontal"):
+        if all(
+            np.array_equal(
+                np.asarray(Image.fromarray(probe).resize(size, _LANCZOS)),
+                _resample(
+                    probe.astype(np.float64),
+                    size,
+                    order == "rule" and _vertical_first(probe.shape[1], probe.shape[0], size),
+                ),
+            )
+            for probe in probes
+            for size in ((_PHASH_SIZE, _PHASH_SIZE), _DHASH_SIZE)
+        ):
+            return order
+    return None
+
+
+def _thumbnails(pixels: NDArray[np.uint8]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The 32 x 32 pHash thumbnail and the 8 x 9 dHash strip, as Pillow's LANCZOS makes them.
+
+    Both as float64 arrays of 8-bit values; bit-identical to
+    ``Image.fromarray(pixels).resize(size, Image.Resampling.LANCZOS)``.
+    """
+    order = _pillow_pass_order()
+    if order is None:
+        image = Image.fromarray(np.ascontiguousarray(pixels))
+        return (
+            np.asarray(image.resize((_PHASH_SIZE, _PHASH_SIZE), _LANCZOS), dtype=np.float64),
+            np.asarray(image.resize(_DHASH_SIZE, _LANCZOS), dtype=np.float64),
+        )
+    height, width = pixels.shape
+    source = pixels.astype(np.float64)
+    vertical = order == "rule" and _vertical_first(width, height, (_PHASH_SIZE, _PHASH_SIZE))
+    if vertical == (order == "rule" and _vertical_first(width, height, _DHASH_SIZE)):
+        # Both targets in one product per pass: the (32 + 8) x (32 + 9) result holds
+        # the thumbnail and the strip as its diagonal blocks.
+        rows, columns = _vertical_pair(height), _horizontal_pair(width)
+        if vertical:
+            both = _round_clip(_matmul(_round_clip(_matmul(rows, source)), columns))
+        else:
+            both = _round_clip(_matmul(rows, _round_clip(_matmul(source, columns))))
+        return both[:_PHASH_SIZE, :_PHASH_SIZE], both[_PHASH_SIZE:, _PHASH_SIZE:]
+    return (
+        _resample(source, (_PHASH_SIZE, _PHASH_SIZE), vertical),
+        _resample(source, _DHASH_SIZE, not vertical),
+    )
+
+
+# ------------------------------------------------------------------------ hashes
+
+
 def _pack_bits(bits: NDArray[np.bool_]) -> int:
     # np.packbits is big-endian within each byte: bits[0] becomes the MSB.
     return int.from_bytes(np.packbits(bits).tobytes(), "big")
 
 
-def _hashes_from_grey(grey: Image.Image) -> tuple[int, int, bool]:
-    # frombuffer(tobytes()) is several times cheaper than np.asarray(image) on
-    # images this small, and this function runs once per image.
-    thumb = np.frombuffer(
-        grey.resize((_PHASH_SIZE, _PHASH_SIZE), _LANCZOS).tobytes(), dtype=np.uint8
-    ).reshape(_PHASH_SIZE, _PHASH_SIZE)
-    low = (_DCT_LOW @ thumb.astype(np.float64) @ _DCT_LOW_T).ravel()
+def _hashes_from_pixels(pixels: NDArray[np.uint8]) -> tuple[int, int, bool]:
+    """pHash, dHash and the low-information flag of the reduced grey pixels."""
+    thumb, strip = _thumbnails(pixels)
+    # C-contiguous, as the DCT has always been computed: the same BLAS call on
+    # the same values gives the same coefficients to the last bit.
+    thumb = np.ascontiguousarray(thumb)
+    low = (_DCT_LOW @ thumb @ _DCT_LOW_T).ravel()
     # The median of 64 values, as np.median computes it (mean of the two middle
     # values), without np.median's per-call overhead.
     middle = np.partition(low, (_MEDIAN_LOW, _MEDIAN_LOW + 1))
     median = (middle[_MEDIAN_LOW] + middle[_MEDIAN_LOW + 1]) / 2.0
     phash = _pack_bits(low > median)
-    strip = np.frombuffer(
-        grey.resize((_HASH_SIDE + 1, _HASH_SIDE), _LANCZOS).tobytes(), dtype=np.uint8
-    ).reshape(_HASH_SIDE, _HASH_SIDE + 1)
     dhash = _pack_bits((strip[:, 1:] > strip[:, :-1]).ravel())
     ac = low * _AC_SCALE
     low_information = bool(ac @ ac < _LOW_INFORMATION_ENERGY)
@@ -245,7 +466,7 @@ def _digest_pil(image: Image.Image) -> int:
 
 
 def hash_image(source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS) -> ImageHashes:
-    """Compute pHash, dHash, the low-information flag and the byte digest of one image.
+    """Compute pHash, dHash, the low-information flag and (if flagged) the byte digest.
 
     Parameters
     ----------
@@ -277,45 +498,109 @@ def hash_image(source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     if isinstance(source, Image.Image):
-        name = "<in-memory PIL image>"
-        grey = grey_from_pil(source, name, options)
-        digest = _digest_pil(source)
+        phash, dhash, low_information = _hashes_from_pixels(
+            grey_from_pil(source, "<in-memory PIL image>", options)
+        )
+        digest = _digest_pil(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>")
-        grey = grey_from_bytes(data, name, options)
-        digest = _digest_bytes(data)
-    phash, dhash, low_information = _hashes_from_grey(grey)
+        phash, dhash, low_information = _hashes_from_pixels(grey_from_bytes(data, name, options))
+        digest = _digest_bytes(data) if low_information else 0
     return ImageHashes(phash, dhash, low_information, digest)
 
 
-# One result per item: the four values, or the failure reason.
+# One result per item: (phash, dhash, low_information, digest), or the failure reason.
 _ItemResult: TypeAlias = "tuple[int, int, bool, int] | str"
+# One result per chunk of items, as arrays (cheap to send back from a worker):
+# (len, 3) uint64 columns phash, dhash, digest; the low_information flags; and
+# position in the chunk -> failure reason (those rows are all zero).
+_ChunkResult: TypeAlias = "tuple[NDArray[np.uint64], NDArray[np.bool_], dict[int, str]]"
 
 
 def _hash_encoded(source: str | bytes, name: str, options: DecodeOptions) -> _ItemResult:
     try:
         name, data = read_source(source, name)
-        grey = grey_from_bytes(data, name, options)
-        phash, dhash, low_information = _hashes_from_grey(grey)
+        phash, dhash, low_information = _hashes_from_pixels(grey_from_bytes(data, name, options))
     except ImageLoadError as exc:
         return exc.reason
-    return phash, dhash, low_information, _digest_bytes(data)
+    return phash, dhash, low_information, _digest_bytes(data) if low_information else 0
 
 
 def _hash_pil(image: Image.Image, name: str, options: DecodeOptions) -> _ItemResult:
     try:
-        grey = grey_from_pil(image, name, options)
-        phash, dhash, low_information = _hashes_from_grey(grey)
+        phash, dhash, low_information = _hashes_from_pixels(grey_from_pil(image, name, options))
     except ImageLoadError as exc:
         return exc.reason
-    return phash, dhash, low_information, _digest_pil(image)
+    return phash, dhash, low_information, _digest_pil(image) if low_information else 0
 
 
 def _hash_chunk(
     sources: list[str | bytes], names: list[str], options: DecodeOptions
-) -> list[_ItemResult]:
+) -> _ChunkResult:
     """Worker entry point: hash a chunk of paths/bytes (runs in a pool process)."""
-    return [_hash_encoded(s, n, options) for s, n in zip(sources, names, strict=True)]
+    values = np.zeros((len(sources), 3), dtype=np.uint64)
+    low_information = np.zeros(len(sources), dtype=np.bool_)
+    errors: dict[int, str] = {}
+    for k, (source, name) in enumerate(zip(sources, names, strict=True)):
+        result = _hash_encoded(source, name, options)
+        if isinstance(result, str):
+            errors[k] = result
+        else:
+            values[k, 0], values[k, 1], low_information[k], values[k, 2] = result
+    return values, low_information, errors
+
+
+class _Collector:
+    """The columns of a HashTable being filled in; raises the first failure if asked."""
+
+    def __init__(self, names: list[str], raise_first: bool) -> None:
+        n = len(names)
+        self.names = names
+        self.raise_first = raise_first
+        self.values = np.zeros((n, 3), dtype=np.uint64)  # phash, dhash, digest
+        self.low_information = np.zeros(n, dtype=np.bool_)
+        self.valid = np.zeros(n, dtype=np.bool_)
+        self.done = np.zeros(n, dtype=np.bool_)
+        self.errors: dict[int, str] = {}
+
+    def item(self, index: int, result: _ItemResult) -> None:
+        self.done[index] = True
+        if isinstance(result, str):
+            if self.raise_first:
+                raise ImageLoadError(self.names[index], result)
+            self.errors[index] = result
+            return
+        phash, dhash, low_information, digest = result
+        self.values[index] = (phash, dhash, digest)
+        self.low_information[index] = low_information
+        self.valid[index] = True
+
+    def chunk(self, indices: list[int], result: _ChunkResult) -> None:
+        values, low_information, errors = result
+        if errors and self.raise_first:
+            first = min(errors)
+            raise ImageLoadError(self.names[indices[first]], errors[first])
+        rows = np.asarray(indices, dtype=np.intp)
+        self.values[rows] = values
+        self.low_information[rows] = low_information
+        self.valid[rows] = True
+        self.done[rows] = True
+        for k, reason in sorted(errors.items()):
+            self.valid[indices[k]] = False
+            self.errors[indices[k]] = reason
+
+    def table(self) -> HashTable:
+        for i in np.flatnonzero(~self.done).tolist():
+            self.errors[i] = "not processed"
+        return HashTable(
+            sources=list(self.names),
+            phash=self.values[:, 0].copy(),
+            dhash=self.values[:, 1].copy(),
+            digest=self.values[:, 2].copy(),
+            low_information=self.low_information,
+            valid=self.valid,
+            errors=dict(sorted(self.errors.items())),
+        )
 
 
 def _normalise_sources(
@@ -418,32 +703,26 @@ def hash_sources(
     n_workers = check_workers(workers)
     items, names = _normalise_sources(sources)
     n = len(items)
-    results: list[_ItemResult | None] = [None] * n
+    collector = _Collector(names, raise_first=on_error == "raise")
     bar = Progress(n, label="hashing", enabled=progress_enabled(progress, n))
-    raise_first = on_error == "raise"
-
-    def store(index: int, result: _ItemResult) -> None:
-        results[index] = result
-        if raise_first and isinstance(result, str):
-            raise ImageLoadError(names[index], result)
 
     try:
         encoded = [i for i, item in enumerate(items) if not isinstance(item, Image.Image)]
         in_memory = [i for i, item in enumerate(items) if isinstance(item, Image.Image)]
         if n_workers > 1 and len(encoded) >= PARALLEL_MIN_ITEMS:
-            _hash_in_pool(items, names, encoded, in_memory, options, n_workers, store, bar)
+            _hash_in_pool(items, names, encoded, in_memory, options, n_workers, collector, bar)
         else:
             for i in range(n):
                 item = items[i]
                 if isinstance(item, Image.Image):
-                    store(i, _hash_pil(item, names[i], options))
+                    collector.item(i, _hash_pil(item, names[i], options))
                 else:
-                    store(i, _hash_encoded(item, names[i], options))
+                    collector.item(i, _hash_encoded(item, names[i], options))
                 bar.update()
     finally:
         bar.close()
 
-    table = _assemble(names, results)
+    table = collector.table()
     if table.errors and on_error == "warn":
         warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=2)
     return table
@@ -456,21 +735,22 @@ def _hash_in_pool(
     in_memory: list[int],
     options: DecodeOptions,
     n_workers: int,
-    store: Callable[[int, _ItemResult], None],
+    collector: _Collector,
     bar: Progress,
 ) -> None:
-    # Small chunks balance the load and keep the bar moving; a chunk of ~32 images
-    # is tens of milliseconds of work, far above the per-task IPC cost.
-    size = max(4, min(64, len(encoded) // (n_workers * 8) or 1))
+    # Small chunks balance the load (the last one finishes alone) and keep the bar
+    # moving; a chunk of 32 images is tens of milliseconds of work, far above the
+    # per-task IPC cost (a list of paths out, three small arrays back).
+    size = max(4, min(32, len(encoded) // (n_workers * 16) or 1))
     chunks = _chunks(encoded, size)
-    local: dict[int, list[_ItemResult]] = {}
+    local: dict[int, _ChunkResult] = {}
     pil_results: dict[int, _ItemResult] = {}
     broken: BaseException | None = None
 
     def encoded_items(chunk: list[int]) -> list[str | bytes]:
         return [cast("str | bytes", items[i]) for i in chunk]
 
-    def hash_here(chunk: list[int]) -> list[_ItemResult]:
+    def hash_here(chunk: list[int]) -> _ChunkResult:
         return _hash_chunk(encoded_items(chunk), [names[i] for i in chunk], options)
 
     with ProcessPoolExecutor(max_workers=n_workers, mp_context=_pool_context()) as pool:
@@ -495,24 +775,27 @@ def _hash_in_pool(
                 last -= 1
             # Stored in input order, so on_error="raise" reports the same (first)
             # failure as a serial run.
-            pending_pil = sorted(pil_results)
+            pending_pil = sorted(pil_results, reverse=True)
+
+            def store_pil_before(limit: int) -> None:
+                while pending_pil and pending_pil[-1] < limit:
+                    index = pending_pil.pop()
+                    collector.item(index, pil_results[index])
+
             for number, chunk in enumerate(chunks):
                 if number in local:
-                    results = local.pop(number)
+                    result = local.pop(number)
                 else:
                     try:
-                        results = futures[number].result()
+                        result = futures[number].result()
                     except BrokenProcessPool as exc:  # a worker died or could not start
                         broken = broken or exc
-                        results = hash_here(chunk)
+                        result = hash_here(chunk)
                     bar.update(len(chunk))
-                while pending_pil and pending_pil[0] < chunk[0]:
-                    index = pending_pil.pop(0)
-                    store(index, pil_results[index])
-                for i, result in zip(chunk, results, strict=True):
-                    store(i, result)
-            for index in pending_pil:
-                store(index, pil_results[index])
+                errors = result[2]
+                store_pil_before(chunk[min(errors)] if errors else chunk[0])
+                collector.chunk(chunk, result)
+            store_pil_before(len(items))
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
@@ -523,31 +806,6 @@ def _hash_in_pool(
             RuntimeWarning,
             stacklevel=3,
         )
-
-
-def _assemble(names: list[str], results: Sequence[_ItemResult | None]) -> HashTable:
-    n = len(names)
-    phash = np.zeros(n, dtype=np.uint64)
-    dhash = np.zeros(n, dtype=np.uint64)
-    digest = np.zeros(n, dtype=np.uint64)
-    low_information = np.zeros(n, dtype=np.bool_)
-    valid = np.zeros(n, dtype=np.bool_)
-    errors: dict[int, str] = {}
-    for i, result in enumerate(results):
-        if isinstance(result, tuple):
-            phash[i], dhash[i], low_information[i], digest[i] = result
-            valid[i] = True
-        else:
-            errors[i] = result if result is not None else "not processed"
-    return HashTable(
-        sources=list(names),
-        phash=phash,
-        dhash=dhash,
-        digest=digest,
-        low_information=low_information,
-        valid=valid,
-        errors=errors,
-    )
 
 
 def _summarise_errors(table: HashTable, shown: int = 10) -> str:

@@ -27,11 +27,13 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeAlias, cast
 
 import numpy as np
+from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
 from leakaudit._validation import check_int, describe
@@ -53,6 +55,17 @@ _TRANSPOSE_FOR_ORIENTATION = {
     6: Image.Transpose.ROTATE_270,
     7: Image.Transpose.TRANSVERSE,
     8: Image.Transpose.ROTATE_90,
+}
+# The same transposes as numpy views of a (rows, columns) array: pixel for pixel
+# what Image.transpose returns, without copying.
+_ARRAY_TRANSPOSE: dict[Image.Transpose, Callable[[NDArray[np.uint8]], NDArray[np.uint8]]] = {
+    Image.Transpose.FLIP_LEFT_RIGHT: lambda a: a[:, ::-1],
+    Image.Transpose.FLIP_TOP_BOTTOM: lambda a: a[::-1],
+    Image.Transpose.ROTATE_90: lambda a: a.T[::-1],
+    Image.Transpose.ROTATE_180: lambda a: a[::-1, ::-1],
+    Image.Transpose.ROTATE_270: lambda a: a[::-1].T,
+    Image.Transpose.TRANSPOSE: lambda a: a.T,
+    Image.Transpose.TRANSVERSE: lambda a: a[::-1, ::-1].T,
 }
 # For each orientation: whether the stored left column / top row becomes the
 # displayed right / bottom edge (where reduction remainders are dropped).
@@ -162,9 +175,11 @@ def load_reduced_grey(
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     if isinstance(source, Image.Image):
-        return grey_from_pil(source, "<in-memory PIL image>", options)
-    name, data = read_source(source, "<in-memory bytes>")
-    return grey_from_bytes(data, name, options)
+        pixels = grey_from_pil(source, "<in-memory PIL image>", options)
+    else:
+        name, data = read_source(source, "<in-memory bytes>")
+        pixels = grey_from_bytes(data, name, options)
+    return Image.fromarray(np.ascontiguousarray(pixels))
 
 
 def read_source(source: object, fallback: str) -> tuple[str, bytes]:
@@ -219,8 +234,12 @@ def reduction_scale(width: int, height: int, min_side: int | None) -> int:
     return 1
 
 
-def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> Image.Image:
-    """Decode encoded image bytes to the reduced, flattened, upright greyscale image."""
+def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> NDArray[np.uint8]:
+    """Decode encoded image bytes to the reduced, flattened, upright greyscale pixels.
+
+    Returns the ``(height, width)`` uint8 array of :func:`load_reduced_grey`'s image;
+    possibly a read-only, non-contiguous view.
+    """
     if not data:
         raise ImageLoadError(name, "empty file (0 bytes)")
     try:
@@ -261,8 +280,11 @@ def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> Image.Ima
     return _finish(grey, scale, orientation, remainder)
 
 
-def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> Image.Image:
-    """Apply the same pipeline to an already opened PIL image (never modified)."""
+def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> NDArray[np.uint8]:
+    """Apply the same pipeline to an already opened PIL image (never modified).
+
+    Returns pixels as :func:`grey_from_bytes` does; they never share memory with ``image``.
+    """
     try:
         _check_declared_size(image.size, name, options)
         scale = reduction_scale(image.width, image.height, options.min_side)
@@ -274,14 +296,12 @@ def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> Imag
         raise ImageLoadError(name, "out of memory while decoding") from None
     except Exception as exc:
         raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    if grey is image:
-        grey = image.copy()
     return _finish(grey, scale, orientation, None)
 
 
 def _finish(
     grey: Image.Image, scale: int, orientation: int, remainder: tuple[int, int] | None
-) -> Image.Image:
+) -> NDArray[np.uint8]:
     """Reduce by ``scale``, then apply the EXIF ``orientation``.
 
     When a side is not a multiple of ``scale`` the leftover pixels (``remainder``,
@@ -290,12 +310,15 @@ def _finish(
     displayed upright. The reduced image then covers exactly the same pixels
     whatever the stored orientation, so an EXIF-rotated copy of a PNG hashes
     exactly like the upright original, and a JPEG like a PNG of the same photo.
+
+    The crop (when not reducing) and the transpose are numpy views: no copies.
     """
     width, height = grey.size
     if remainder is None:
         drop_x, drop_y = width % scale, height % scale
     else:
         drop_x, drop_y = remainder
+    box = None
     if drop_x or drop_y:
         left_x, top_y = _DROP_LEFT_TOP.get(orientation, (False, False))
         box = (
@@ -304,13 +327,17 @@ def _finish(
             width if left_x else width - drop_x,
             height if top_y else height - drop_y,
         )
-        grey = grey.reduce(scale, box) if scale > 1 else grey.crop(box)
-    elif scale > 1:
-        grey = grey.reduce(scale)
+    if scale > 1:
+        grey = grey.reduce(scale, box)
+        box = None
+    # frombuffer(tobytes()) is the cheapest way from a small "L" image to an array.
+    pixels = np.frombuffer(grey.tobytes(), dtype=np.uint8).reshape(grey.height, grey.width)
+    if box is not None:
+        pixels = pixels[box[1] : box[3], box[0] : box[2]]
     transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
     if transpose is not None:
-        grey = grey.transpose(transpose)
-    return grey
+        pixels = _ARRAY_TRANSPOSE[transpose](pixels)
+    return pixels
 
 
 def _check_declared_size(size: tuple[int, int], name: str, options: DecodeOptions) -> None:

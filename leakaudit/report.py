@@ -315,9 +315,7 @@ def _leaked_group_table(
     if len(leaked_ids) == 0:
         empty: pd.DataFrame = pd.DataFrame(
             {c: pd.Series(dtype=object) for c in LEAKED_GROUP_COLUMNS}
-        ).astype(
-            {"n_members": int, "n_splits": int, "low_information": bool}
-        )
+        ).astype({"n_members": int, "n_splits": int, "low_information": bool})
         return empty
     mask = frame["group_id"].isin(leaked_ids).to_numpy()
     members = frame[mask]

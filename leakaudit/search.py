@@ -30,6 +30,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,7 +46,9 @@ _BLOCK_ELEMENTS = 1 << 22
 # Bands this wide or narrower use a direct-address table (2**24 int32 = 64 MB at most).
 _DIRECT_TABLE_MAX_BITS = 24
 _SAMPLE_SIZE = 1024
-_GREEDY_SAMPLE_SIZE = 256
+_GREEDY_SAMPLE_SIZE = 128
+# Rough cost of choose_plan's sampling and greedy layouts, in seconds.
+_PLANNING_SECONDS = 0.3
 
 # Rough costs, in nanoseconds per element, measured on one core with numpy 2.x; only their ratios
 # matter for choosing a plan.
@@ -339,6 +342,38 @@ def iter_unique_pairs(
     it, in no particular order within a pair. ``plan`` overrides the cost model (used by tests to
     exercise every layout on small inputs).
     """
+    return _search(unique, threshold, plan, None)
+
+
+class Components(Protocol):
+    """What the search may ask of a union-find being filled from its output (see grouping).
+
+    ``version`` changes whenever components merge; ``roots()`` returns each value's current root.
+    """
+
+    version: int
+
+    def roots(self) -> NDArray[np.int64]: ...
+
+
+def iter_linking_pairs(
+    unique: NDArray[np.uint64], threshold: int, components: Components
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Yield enough pairs within ``threshold`` to connect what all of them would connect.
+
+    For grouping: the caller merges the pairs into ``components`` as they come, and the search
+    skips whole buckets (and pairs of buckets) whose members are already one component, which on
+    clumpy data avoids enumerating most of the (possibly billions of) near pairs. Pairs may repeat.
+    """
+    return _search(unique, threshold, None, components)
+
+
+def _search(
+    unique: NDArray[np.uint64],
+    threshold: int,
+    plan: SearchPlan | None,
+    components: Components | None,
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     n = unique.size
     if n < 2 or threshold == 0:  # distinct values are at distance >= 1
         return
@@ -351,7 +386,7 @@ def iter_unique_pairs(
     if covered <= threshold:
         raise ValueError(f"plan covers distance < {covered}; threshold {threshold} needs more.")
     for index in range(len(plan.band_masks)):
-        yield from _band_pairs(unique, threshold, plan, index)
+        yield from _band_pairs(unique, threshold, plan, index, components)
 
 
 def _brute_unique_pairs(
@@ -405,8 +440,71 @@ def _flip_masks_by_top_bit(width: int, radius: int) -> list[NDArray[np.uint64]]:
     return by_top
 
 
+def _concat_ranges(start: NDArray[np.int64], length: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Return ``concatenate([arange(s, s + n) for s, n in zip(start, length)])``; lengths > 0.
+
+    One ``cumsum`` over a vector of ones with a jump written at each range's first slot: no
+    division or modulo, and every pass is sequential.
+    """
+    step = np.ones(int(length.sum()), dtype=np.int64)
+    offsets = np.cumsum(length) - length
+    step[0] = start[0]
+    step[offsets[1:]] = start[1:] - (start[:-1] + length[:-1] - 1)
+    return np.cumsum(step, out=step)
+
+
+def _range_pairs(
+    sorted_hashes: NDArray[np.uint64],
+    left: NDArray[np.int64],
+    start: NDArray[np.int64],
+    length: NDArray[np.int64],
+    t: int,
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Yield the pairs ``(left[k], q)``, ``start[k] <= q < start[k] + length[k]``, within ``t``.
+
+    Positions index ``sorted_hashes`` (hashes in band-key order), so the right-hand sides of a
+    range are contiguous in memory and the left-hand hash is repeated rather than gathered.
+    Windows hold about :data:`_BLOCK_ELEMENTS` candidates; longer ranges are cut first.
+    """
+    keep = length > 0
+    if not keep.all():
+        left, start, length = left[keep], start[keep], length[keep]
+    if left.size == 0:
+        return
+    window = _BLOCK_ELEMENTS
+    if int(length.max()) > window:
+        pieces = (length + window - 1) // window
+        owner = np.repeat(np.arange(length.size), pieces)
+        piece = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        left = left[owner]
+        start = start[owner] + piece * window
+        length = np.minimum(window, length[owner] - piece * window)
+    ends = np.cumsum(length)
+    first = 0
+    done = 0
+    while first < left.size:
+        last = max(first + 1, int(np.searchsorted(ends, done + window, side="right")))
+        lf, st, ln = left[first:last], start[first:last], length[first:last]
+        right = _concat_ranges(st, ln)
+        values = np.repeat(sorted_hashes[lf], ln)
+        values ^= sorted_hashes[right]
+        hit = np.flatnonzero(np.bitwise_count(values) <= t)
+        if hit.size * 8 > values.size:  # dense hits (clumpy data): one sequential pass
+            yield np.repeat(lf, ln)[hit], right[hit]
+        elif hit.size:
+            offsets = np.cumsum(ln) - ln
+            owner = np.searchsorted(offsets, hit, side="right") - 1
+            yield lf[owner], right[hit]
+        done = int(ends[last - 1])
+        first = last
+
+
 def _band_pairs(
-    unique: NDArray[np.uint64], t: int, plan: SearchPlan, index: int
+    unique: NDArray[np.uint64],
+    t: int,
+    plan: SearchPlan,
+    index: int,
+    components: Components | None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     mask = plan.band_masks[index]
     radius = plan.radii[index]
@@ -415,40 +513,55 @@ def _band_pairs(
     keys = band_keys(unique, mask)
     order = np.argsort(keys, kind="stable").astype(np.int64)
     sorted_keys = keys[order]
+    del keys
     boundary = np.empty(n, dtype=np.bool_)
     boundary[0] = True
     np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
     starts = np.flatnonzero(boundary)
     bucket_keys = sorted_keys[starts]
+    del sorted_keys, boundary
     counts = np.diff(np.append(starts, n))
-    del sorted_keys
-    earlier = [(plan.band_masks[k], plan.radii[k]) for k in range(index)]
+    # Hashes in bucket order: candidates are then contiguous runs, read sequentially.
+    sorted_hashes = unique[order]
+    # When grouping, repeats are harmless, so the first-band filter is skipped.
+    earlier = [] if components else [(plan.band_masks[k], plan.radii[k]) for k in range(index)]
+    seen_version = -1
+    # Per bucket: the component all its members already share, or -1 (grouping mode only).
+    bucket_component = np.full(starts.size, -1, dtype=np.int64)
 
-    def verified(
-        a: NDArray[np.int64], b: NDArray[np.int64]
-    ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-        diff = unique[a] ^ unique[b]
-        keep = np.flatnonzero(np.bitwise_count(diff) <= t)
-        if keep.size == 0:
+    def refresh() -> None:
+        nonlocal seen_version, bucket_component
+        if components is None or components.version == seen_version:
             return
-        diff = diff[keep]
-        # A pair is emitted by the first band within its radius only, so that the bands, which
-        # overlap in what they find, together emit each pair once.
-        first = np.ones(keep.size, dtype=np.bool_)
-        for other_mask, other_radius in earlier:
-            first &= np.bitwise_count(diff & np.uint64(other_mask)) > other_radius
-        keep = keep[first]
-        if keep.size:
-            yield a[keep], b[keep]
+        seen_version = components.version
+        roots = components.roots()[order]
+        low = np.minimum.reduceat(roots, starts)
+        bucket_component = np.where(low == np.maximum.reduceat(roots, starts), low, -1)
 
-    # Pairs inside a bucket (band distance 0).
-    bucket_of = np.cumsum(boundary) - 1
-    positions = np.arange(n, dtype=np.int64)
-    later = (starts + counts)[bucket_of] - positions - 1
-    del bucket_of
-    for owner, offset in _expand(later, _BLOCK_ELEMENTS):
-        yield from verified(order[owner], order[owner + 1 + offset])
-    del later, positions
+    def emit(
+        p: NDArray[np.int64], q: NDArray[np.int64]
+    ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        if earlier:
+            # A pair is emitted by the first band within its radius only, so that the bands,
+            # which overlap in what they find, together emit each pair once.
+            diff = sorted_hashes[p] ^ sorted_hashes[q]
+            first = np.ones(p.size, dtype=np.bool_)
+            for other_mask, other_radius in earlier:
+                first &= np.bitwise_count(diff & np.uint64(other_mask)) > other_radius
+            p, q = p[first], q[first]
+        if p.size:
+            yield order[p], order[q]
+
+    # Pairs inside a bucket (band distance 0): each position with the rest of its bucket.
+    if bool((counts > 1).any()):
+        refresh()
+        positions = np.arange(n, dtype=np.int64)
+        later = np.repeat(starts + counts, counts) - positions - 1
+        if components is not None:
+            later *= np.repeat(bucket_component < 0, counts)
+        for p, q in _range_pairs(sorted_hashes, positions, positions + 1, later, t):
+            yield from emit(p, q)
+        del positions, later
     if radius == 0:
         return
 
@@ -469,7 +582,6 @@ def _band_pairs(
             found[bucket_keys[found] != query] = -1
             return found
 
-    singletons = bool((counts == 1).all())
     for top, flips in enumerate(_flip_masks_by_top_bit(width, radius)):
         # Probe only from buckets whose key has the mask's top bit clear: the partner then has it
         # set, so each unordered pair of buckets is met once.
@@ -477,20 +589,42 @@ def _band_pairs(
         probe_keys = bucket_keys[probe]
         for flip in flips:
             partner = lookup(probe_keys ^ flip)
-            hit = partner >= 0
-            if not hit.any():
+            hit = np.flatnonzero(partner >= 0)
+            if hit.size == 0:
                 continue
             bucket_a = probe[hit]
             bucket_b = partner[hit]
-            if singletons:
-                yield from verified(order[starts[bucket_a]], order[starts[bucket_b]])
-                continue
+            if components is not None:
+                refresh()
+                component_a = bucket_component[bucket_a]
+                apart = (component_a < 0) | (component_a != bucket_component[bucket_b])
+                bucket_a, bucket_b = bucket_a[apart], bucket_b[apart]
+                if bucket_a.size == 0:
+                    continue
+            count_a = counts[bucket_a]
             count_b = counts[bucket_b]
-            for owner, offset in _expand(counts[bucket_a] * count_b, _BLOCK_ELEMENTS):
-                yield from verified(
-                    order[starts[bucket_a[owner]] + offset // count_b[owner]],
-                    order[starts[bucket_b[owner]] + offset % count_b[owner]],
-                )
+            single = (count_a == 1) & (count_b == 1)
+            if single.any():
+                p = starts[bucket_a[single]]
+                q = starts[bucket_b[single]]
+                close = np.bitwise_count(sorted_hashes[p] ^ sorted_hashes[q]) <= t
+                if close.any():
+                    yield from emit(p[close], q[close])
+                if single.all():
+                    continue
+                many = ~single
+                bucket_a, bucket_b = bucket_a[many], bucket_b[many]
+                count_a, count_b = count_a[many], count_b[many]
+            # Each member of bucket a against the whole (contiguous) bucket b.
+            left = _concat_ranges(starts[bucket_a], count_a)
+            for p, q in _range_pairs(
+                sorted_hashes,
+                left,
+                np.repeat(starts[bucket_b], count_a),
+                np.repeat(count_b, count_a),
+                t,
+            ):
+                yield from emit(p, q)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -563,13 +697,20 @@ def _flip_mask_count(width: int, radius: int) -> int:
     return sum(math.comb(width, k) for k in range(1, radius + 1))
 
 
-def choose_plan(unique: NDArray[np.uint64], threshold: int, *, seed: int = 0) -> SearchPlan:
+def choose_plan(
+    unique: NDArray[np.uint64],
+    threshold: int,
+    *,
+    seed: int = 0,
+    planning_seconds: float = _PLANNING_SECONDS,
+) -> SearchPlan:
     """Pick the cheapest exact search plan for these distinct hashes by a sampled cost model.
 
     Candidate plans: 2 to ``threshold + 1`` bands of even width, with contiguous, strided or
     greedily chosen bits, and the brute force. Each band's candidate count is estimated from the
     fraction of sampled pairs it would make candidates (never below the uniform-random rate), and
-    its probing cost from the number of flip masks and keys.
+    its probing cost from the number of flip masks and keys. When the brute force is estimated to
+    take less than ``planning_seconds`` (what planning itself costs), it is chosen without planning.
 
     Examples
     --------
@@ -581,7 +722,10 @@ def choose_plan(unique: NDArray[np.uint64], threshold: int, *, seed: int = 0) ->
     n = unique.size
     total_pairs = n * (n - 1) / 2
     brute = SearchPlan((), (), _COST_BRUTE_PAIR * total_pairs * 1e-9)
-    if n < 2000 or threshold == 0:
+    # Planning itself costs a few tenths of a second (sampling, greedy bit choice); below that
+    # the brute force is already as fast, so typical datasets of a few thousand images never pay
+    # for a plan. Distinct values are never within distance 0 of each other.
+    if brute.estimated_seconds < planning_seconds or threshold == 0:
         return brute
     rng = np.random.default_rng(seed)
     sample = unique[rng.choice(n, size=min(n, _SAMPLE_SIZE), replace=False)]
@@ -591,33 +735,42 @@ def choose_plan(unique: NDArray[np.uint64], threshold: int, *, seed: int = 0) ->
     greedy_pairs = min(sampled_pairs, _GREEDY_SAMPLE_SIZE * (_GREEDY_SAMPLE_SIZE - 1) // 2)
     differ = _bit_matrix(differences[:greedy_pairs])
 
+    def plan_cost(masks: tuple[int, ...], radii: list[int]) -> float:
+        cost = 0.0
+        for mask, radius in zip(masks, radii, strict=True):
+            width = bin(mask).count("1")
+            distance = np.bitwise_count(differences & np.uint64(mask))
+            hits = int(np.count_nonzero(distance <= radius))
+            uniform = sum(math.comb(width, k) for k in range(radius + 1)) / 2.0**width
+            candidates = max(hits / sampled_pairs, uniform) * total_pairs
+            keys = min(n, 2**width)
+            flips = _flip_mask_count(width, radius)
+            if width <= _DIRECT_TABLE_MAX_BITS:
+                probe = _COST_PROBE * flips * keys / 2 + _COST_TABLE * 2**width
+            else:
+                probe = _COST_PROBE_SORTED * flips * keys / 2
+            cost += _COST_KEY * n + probe + _COST_CANDIDATE * candidates + _COST_MASK * flips
+        return cost * 1e-9
+
     best = brute
+    cheapest_by_bands: dict[int, float] = {}
     for bands in range(2, min(threshold + 1, 8) + 1):
         widths = _even_widths(bands)
         radii = _radii(widths, threshold)
-        layouts = dict.fromkeys(
-            [
-                tuple(_contiguous_masks(widths)),
-                tuple(_strided_masks(widths)),
-                tuple(_greedy_masks(differ, widths)),
-            ]
-        )
-        for masks in layouts:
-            cost = 0.0
-            for mask, radius in zip(masks, radii, strict=True):
-                width = bin(mask).count("1")
-                distance = np.bitwise_count(differences & np.uint64(mask))
-                hits = int(np.count_nonzero(distance <= radius))
-                uniform = sum(math.comb(width, k) for k in range(radius + 1)) / 2.0**width
-                candidates = max(hits / sampled_pairs, uniform) * total_pairs
-                keys = min(n, 2**width)
-                flips = _flip_mask_count(width, radius)
-                if width <= _DIRECT_TABLE_MAX_BITS:
-                    probe = _COST_PROBE * flips * keys / 2 + _COST_TABLE * 2**width
-                else:
-                    probe = _COST_PROBE_SORTED * flips * keys / 2
-                cost += _COST_KEY * n + probe + _COST_CANDIDATE * candidates + _COST_MASK * flips
-            seconds = cost * 1e-9
+        for masks in dict.fromkeys(
+            [tuple(_contiguous_masks(widths)), tuple(_strided_masks(widths))]
+        ):
+            seconds = plan_cost(masks, radii)
+            cheapest_by_bands[bands] = min(seconds, cheapest_by_bands.get(bands, math.inf))
             if seconds < best.estimated_seconds:
-                best = SearchPlan(tuple(masks), tuple(radii), seconds)
+                best = SearchPlan(masks, tuple(radii), seconds)
+    # The greedy bit choice is the costly part of planning: try it only for the two band counts
+    # that the simple layouts rate best (it refines which bits go together, not how many bands).
+    for bands in sorted(cheapest_by_bands, key=cheapest_by_bands.__getitem__)[:2]:
+        widths = _even_widths(bands)
+        radii = _radii(widths, threshold)
+        masks = tuple(_greedy_masks(differ, widths))
+        seconds = plan_cost(masks, radii)
+        if seconds < best.estimated_seconds:
+            best = SearchPlan(masks, tuple(radii), seconds)
     return best

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import warnings
@@ -11,10 +12,11 @@ import imagegen
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from leakaudit import hashing
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     HASH_METHODS,
@@ -85,6 +87,78 @@ def test_photo_like_pngs_equal_imagehash() -> None:
         _assert_matches_imagehash(imagegen.photo_like(seed, (120, 100)))
 
 
+# ------------------------------------------------------ Lanczos emulation
+
+
+def _pillow_thumbnails(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    image = Image.fromarray(pixels)
+    return (
+        np.asarray(image.resize((32, 32), Image.Resampling.LANCZOS)),
+        np.asarray(image.resize((9, 8), Image.Resampling.LANCZOS)),
+    )
+
+
+def _assert_thumbnails_equal_pillow(pixels: np.ndarray) -> None:
+    thumb, strip = hashing._thumbnails(pixels)
+    expected_thumb, expected_strip = _pillow_thumbnails(np.ascontiguousarray(pixels))
+    assert thumb.shape == (32, 32) and strip.shape == (8, 9)
+    assert np.array_equal(thumb, expected_thumb)
+    assert np.array_equal(strip, expected_strip)
+
+
+def test_emulation_matches_the_installed_pillow() -> None:
+    # "rule" on Pillow >= 13 (tall images are resized vertically first), else
+    # "horizontal"; None would mean hashing silently fell back to Pillow.
+    assert hashing._pillow_pass_order() in ("rule", "horizontal")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    height=st.integers(1, 400),
+    width=st.integers(1, 400),
+    kind=st.sampled_from(["noise", "smooth", "extremes"]),
+)
+@example(seed=0, height=32, width=32, kind="noise")  # no resampling at all
+@example(seed=1, height=8, width=9, kind="noise")
+@example(seed=2, height=32, width=400, kind="noise")  # one pass skipped by Pillow
+@example(seed=3, height=400, width=32, kind="noise")
+@example(seed=4, height=400, width=9, kind="extremes")  # tall: vertical first
+@example(seed=5, height=1, width=1, kind="noise")
+@example(seed=6, height=1, width=400, kind="extremes")
+@example(seed=7, height=93, width=125, kind="smooth")  # ImageNet at scale 4
+@example(seed=8, height=135, width=240, kind="smooth")  # 1920 x 1080 at scale 8
+def test_thumbnails_are_bit_identical_to_pillow_lanczos(
+    seed: int, height: int, width: int, kind: str
+) -> None:
+    rng = np.random.default_rng(seed)
+    if kind == "noise":
+        pixels = rng.integers(0, 256, (height, width), dtype=np.uint8)
+    elif kind == "extremes":  # 0/255 edges: over- and undershoot, clipped in each pass
+        pixels = (rng.random((height, width)) < 0.5).astype(np.uint8) * 255
+    else:
+        pixels = np.asarray(smooth_random_image(seed, width, height, "L"))
+    _assert_thumbnails_equal_pillow(pixels)
+
+
+def test_thumbnails_of_views_and_every_pass_order() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, (300, 200), dtype=np.uint8)
+    for pixels in (base.T, base[::-1, 5:], base[:, ::-2], base[10:200:3]):
+        _assert_thumbnails_equal_pillow(pixels)
+    # Shapes where the two targets take different pass orders under Pillow >= 13.
+    for shape in ((60, 10), (100, 40), (70, 20), (33, 1)):
+        _assert_thumbnails_equal_pillow(rng.integers(0, 256, shape, dtype=np.uint8))
+
+
+def test_pillow_fallback_gives_the_same_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    images = [imagegen.photo_like(s, (150 + 37 * s, 100 + 50 * s)) for s in range(4)]
+    expected = [hash_image(image) for image in images]
+    monkeypatch.setattr(hashing, "_pillow_pass_order", lambda: None)
+    assert [hash_image(image) for image in images] == expected
+    _assert_thumbnails_equal_pillow(np.asarray(images[0].convert("L")))
+
+
 # ----------------------------------------------------------------- golden hashes
 
 # Pinned values: a change here changes every stored hash, so it must be deliberate.
@@ -129,24 +203,44 @@ def test_hash_methods() -> None:
 
 
 def test_digest_is_of_the_file_bytes(tmp_path: Path) -> None:
-    photo = imagegen.photo_like(0)
-    data = imagegen.encode(photo, "PNG")
+    flat = imagegen.flat_with_noise(90, 2.0).convert("RGB")
+    data = imagegen.encode(flat, "PNG")
     path = tmp_path / "a.png"
     path.write_bytes(data)
-    assert hash_image(path) == hash_image(data) == hash_image(str(path))
-    other = hash_image(imagegen.encode(photo, "PNG", compress_level=1))
-    assert other.digest != hash_image(data).digest
-    assert other.phash == hash_image(data).phash
-    assert 0 <= hash_image(data).digest < 2**64
+    hashes = hash_image(data)
+    assert hashes.low_information
+    assert hash_image(path) == hashes == hash_image(str(path))
+    assert hashes.digest == int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+    other = hash_image(imagegen.encode(flat, "PNG", compress_level=1))
+    assert other.low_information
+    assert other.digest != hashes.digest
+    assert other.phash == hashes.phash
+    assert 0 < hashes.digest < 2**64
+
+
+def test_digest_is_only_computed_for_low_information_images(tmp_path: Path) -> None:
+    photo = hash_image(imagegen.encode(imagegen.photo_like(0), "PNG"))
+    assert not photo.low_information and photo.digest == 0
+    assert hash_image(imagegen.photo_like(0)).digest == 0
+    paths = imagegen.write_images(
+        tmp_path, [imagegen.photo_like(0), Image.new("RGB", (80, 60), "teal")]
+    )
+    table = hash_sources(paths)
+    assert table.low_information.tolist() == [False, True]
+    assert table.digest[0] == 0 and table.digest[1] == hash_image(paths[1]).digest != 0
+    frame = table.to_frame()
+    assert frame["digest"].isna().tolist() == [True, False]
 
 
 def test_digest_of_pil_images_covers_mode_size_and_pixels() -> None:
-    photo = imagegen.photo_like(0)
-    assert hash_image(photo).digest == hash_image(photo.copy()).digest
-    assert hash_image(photo).digest != hash_image(photo.convert("L")).digest
-    changed = photo.copy()
+    flat = imagegen.flat_with_noise(128, 2.0).convert("RGB")
+    assert hash_image(flat).low_information
+    assert hash_image(flat).digest == hash_image(flat.copy()).digest != 0
+    assert hash_image(flat).digest != hash_image(flat.convert("L")).digest
+    changed = flat.copy()
     changed.putpixel((0, 0), (0, 0, 1))
-    assert hash_image(photo).digest != hash_image(changed).digest
+    assert hash_image(changed).low_information
+    assert hash_image(flat).digest != hash_image(changed).digest
 
 
 def test_image_hashes_is_frozen() -> None:
@@ -415,6 +509,8 @@ def test_parallel_equals_serial(tmp_path: Path) -> None:
     paths[5] = tmp_path / "missing.png"
     paths[17] = imagegen.encode(images[17], "JPEG")
     paths[40] = images[40]  # a PIL image hashed in the main process
+    flat = imagegen.encode(Image.new("RGB", (90, 60), "olive"), "PNG")
+    paths[60] = paths[150] = flat  # low information: digests computed in the workers
     (tmp_path / "bad.png").write_text("nope")
     paths[200] = tmp_path / "bad.png"
     serial = hash_sources(paths, workers=1, on_error="ignore")  # type: ignore[arg-type]
@@ -424,6 +520,8 @@ def test_parallel_equals_serial(tmp_path: Path) -> None:
         assert np.array_equal(getattr(serial, name), getattr(parallel, name)), name
     assert serial.errors == parallel.errors
     assert set(serial.errors) == {5, 200}
+    assert np.flatnonzero(parallel.digest).tolist() == [60, 150]
+    assert parallel.digest[60] == parallel.digest[150] == hash_image(flat).digest
     with pytest.raises(ImageLoadError) as info:
         hash_sources(paths, workers=2, on_error="raise")  # type: ignore[arg-type]
     assert info.value.path == str(tmp_path / "missing.png")

@@ -182,6 +182,15 @@ _STORED_FOR_DISPLAY = {  # the transpose that undoes each orientation's display 
 }
 
 
+@pytest.mark.parametrize("transpose", list(Image.Transpose))
+def test_array_transposes_are_pillow_transposes(transpose: Image.Transpose) -> None:
+    from leakaudit.loading import _ARRAY_TRANSPOSE
+
+    image = imagegen.photo_like(2, (23, 17), "L")
+    expected = np.asarray(image.transpose(transpose))
+    assert np.array_equal(_ARRAY_TRANSPOSE[transpose](np.asarray(image)), expected)
+
+
 @pytest.mark.parametrize("orientation", range(2, 9))
 @pytest.mark.parametrize("size", [(500, 375), (263, 199)])
 def test_exif_oriented_png_decodes_to_exactly_the_upright_image(
