@@ -16,8 +16,9 @@ from typing import Any
 import pandas as pd
 
 from leakaudit._validation import check_choice, check_int, describe
+from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.frames import frame_from_hash_table, group_labels_for_frame, hash_values_from_frame
-from leakaudit.hashing import HashTable, hash_sources
+from leakaudit.hashing import HashTable
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import LeakageReport, dhash_audit
 
@@ -126,6 +127,7 @@ def audit_sources(
     on_error: str = "warn",
     decode: DecodeOptions | None = None,
     extra_parameters: Mapping[str, Any] | None = None,
+    cache: CacheSpec = True,
 ) -> LeakageReport:
     """Hash, group and audit images given as paths, bytes or PIL images.
 
@@ -140,7 +142,7 @@ def audit_sources(
     names : sequence of str, optional
         What to call each image in the table's ``path`` column (defaults to
         the path, or a description for in-memory images).
-    method, threshold, workers, progress, on_error, decode
+    method, threshold, workers, progress, on_error, decode, cache
         As in :func:`audit_splits`.
     extra_parameters : mapping, optional
         Recorded in the report's ``parameters``.
@@ -162,8 +164,8 @@ def audit_sources(
             f"names must have one entry per source (length {len(items)}); got length {len(names)}."
         )
     options = decode if decode is not None else DecodeOptions()
-    table = hash_sources(
-        items, options=options, workers=workers, progress=progress, on_error=on_error
+    table = hash_sources_cached(
+        items, cache=cache, options=options, workers=workers, progress=progress, on_error=on_error
     )
     parameters: dict[str, Any] = {
         "min_side": options.min_side,
@@ -239,6 +241,7 @@ def audit_splits(
     on_error: str = "warn",
     decode: DecodeOptions | None = None,
     recursive: bool = True,
+    cache: CacheSpec = True,
 ) -> LeakageReport:
     """Audit dataset splits for near-duplicate leakage in one call.
 
@@ -266,6 +269,11 @@ def audit_splits(
         Decoding policy (reduction, EXIF orientation, alpha background, size limit).
     recursive : bool, default True
         Scan split folders recursively (the ImageFolder layout).
+    cache : bool, str, os.PathLike or HashCache, default True
+        Persistent hash cache for files (:mod:`leakaudit.cache`): True uses the
+        user cache folder (``$LEAKAUDIT_CACHE_DIR`` overrides it), a path uses
+        that folder, False hashes everything afresh. Unchanged files are not
+        read again; in-memory images are never cached.
 
     Returns
     -------
@@ -308,6 +316,7 @@ def audit_splits(
         progress=progress,
         on_error=on_error,
         decode=decode,
+        cache=cache,
     )
 
 

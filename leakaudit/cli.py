@@ -118,6 +118,25 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--workers", type=int, default=None, help="processes for hashing (default: all cores)"
     )
+    group.add_argument(
+        "--raw-orientation",
+        action="store_true",
+        help="hash the stored pixels, ignoring the EXIF orientation (default: hash images "
+        "as they are displayed)",
+    )
+    group.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="hash every file afresh; do not read or write the hash cache",
+    )
+    group.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder of the hash cache (default: $LEAKAUDIT_CACHE_DIR, else the user cache "
+        "folder, e.g. ~/.cache/leakaudit)",
+    )
     outputs = parser.add_argument_group("outputs")
     outputs.add_argument(
         "--csv",
@@ -271,6 +290,9 @@ def _progress(args: argparse.Namespace) -> bool | None:
 
 
 def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageReport:
+    from leakaudit.loading import DecodeOptions
+
+    cache: bool | Path = False if args.no_cache else (args.cache_dir or True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = audit_splits(
@@ -279,6 +301,8 @@ def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageRepo
             threshold=args.threshold,
             workers=args.workers,
             progress=_progress(args),
+            decode=DecodeOptions(exif_transpose=not args.raw_orientation),
+            cache=cache,
         )
     for warning in caught:
         log.warning("%s", warning.message)
@@ -639,7 +663,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     manifest = args.manifest if args.manifest is not None else out / MANIFEST_NAME
     frame = pd.DataFrame(plan)[MANIFEST_COLUMNS]
     frame["group_id"] = frame["group_id"].astype("Int64")
-    frame.to_csv(manifest, index=False)
+    frame.to_csv(manifest, index=False, errors="surrogateescape")
 
     counts = frame["action"].value_counts()
     how = (

@@ -186,7 +186,12 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     positions = pd.Series(np.arange(len(table)), index=table.index)
     by_group = positions.groupby(table["group_id"].to_numpy())
     splits = table["split"].astype(object).to_numpy()
-    paths = table["path"].astype(str).to_numpy() if "path" in table else positions.astype(str)
+    # object, not str dtype: pandas 3 string columns reject undecodable (surrogate) file names
+    paths = (
+        np.array([str(p) for p in table["path"]], dtype=object)
+        if "path" in table
+        else positions.astype(str)
+    )
     frames: list[pd.DataFrame] = []
     for group_id in _ordered_groups(report):
         rows = by_group.get_group(group_id).to_numpy()
@@ -357,7 +362,12 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
     positions = pd.Series(np.arange(len(table)), index=table.index)
     by_group = positions.groupby(table["group_id"].to_numpy())
     splits = table["split"].astype(object).to_numpy()
-    paths = table["path"].astype(str).to_numpy() if "path" in table else positions.astype(str)
+    # object, not str dtype: pandas 3 string columns reject undecodable (surrogate) file names
+    paths = (
+        np.array([str(p) for p in table["path"]], dtype=object)
+        if "path" in table
+        else positions.astype(str)
+    )
     records: list[dict[str, Any]] = []
     for group_id in _ordered_groups(report):
         rows = by_group.get_group(group_id).to_numpy()
@@ -387,9 +397,21 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
     return frame
 
 
+def _plain(value: Any) -> Any:
+    """Return ``value`` as a plain Python scalar for ``json``."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = json.loads(frame.to_json(orient="records"))
-    return records
+    # Not frame.to_json: its encoder refuses the surrogate escapes of non-UTF-8 file names,
+    # which json.dumps writes as \udcxx escapes.
+    clean = frame.astype(object).where(frame.notna(), None)
+    return [
+        {str(key): _plain(value) for key, value in row.items()}
+        for row in clean.to_dict(orient="records")
+    ]
 
 
 def report_dict(report: LeakageReport, *, include_images: bool = True) -> dict[str, Any]:
@@ -458,5 +480,5 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
         ("splits", split_table(report)),
     ]
     for name, frame in frames:
-        frame.to_csv(targets[name], index=False)
+        frame.to_csv(targets[name], index=False, errors="surrogateescape")
     return [targets[name] for name, _ in frames]

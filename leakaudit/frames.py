@@ -38,8 +38,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._validation import check_choice, check_int, describe
-from leakaudit.grouping import connected_component_labels
-from leakaudit.hashing import HASH_METHODS, HashTable, hash_sources, hashes_to_hex, popcount64
+from leakaudit.cache import CacheSpec, hash_sources_cached
+from leakaudit.grouping import connected_component_labels, group_labels_within
+from leakaudit.hashing import HASH_METHODS, HashTable, hashes_to_hex, popcount64
 from leakaudit.loading import DecodeOptions
 from leakaudit.search import iter_pairs_within
 
@@ -120,7 +121,11 @@ def frame_from_hash_table(
         errors[index] = reason
     frame: pd.DataFrame = pd.DataFrame(
         {
-            "path": list(paths) if paths is not None else list(table.sources),
+            # object dtype: a pandas string column cannot hold the surrogate escapes of
+            # file names that are not UTF-8 (os.fsdecode), and would refuse the table.
+            "path": pd.Series(
+                list(paths) if paths is not None else list(table.sources), dtype=object
+            ),
             "split": pd.Series(list(split), dtype=object),
             "hash": chosen,
             "phash": hex_phash,
@@ -142,6 +147,7 @@ def compute_hashes(
     progress: bool | None = None,
     on_error: str = "warn",
     decode: DecodeOptions | None = None,
+    cache: CacheSpec = True,
 ) -> pd.DataFrame:
     """Compute perceptual hashes for a set of images.
 
@@ -168,6 +174,8 @@ def compute_hashes(
         :class:`~leakaudit.hashing.UnreadableImageWarning` naming the files.
     decode : DecodeOptions, optional
         Decoding policy (reduction, EXIF, alpha background, size limit).
+    cache : bool, str, os.PathLike or HashCache, default True
+        Persistent hash cache for files, as in :func:`leakaudit.audit_splits`.
 
     Returns
     -------
@@ -198,8 +206,9 @@ def compute_hashes(
         )
     items = list(paths)
     labels = _split_labels(split, len(items))
-    table = hash_sources(
+    table = hash_sources_cached(
         items,
+        cache=cache,
         options=decode if decode is not None else DecodeOptions(),
         workers=workers,
         progress=progress,
@@ -255,11 +264,10 @@ def hash_values_from_frame(
     return _parse_hex_column(hash_df[column], column)
 
 
-def _exact_key_edges(
-    keys: Sequence[Any], eligible: NDArray[np.bool_]
+def _shared_code_edges(
+    codes: NDArray[np.int64], eligible: NDArray[np.bool_]
 ) -> Iterator[NDArray[np.int64]]:
-    """Yield edges chaining together eligible rows that share a key."""
-    codes, _ = pd.factorize(pd.Series(list(keys), dtype=object), use_na_sentinel=True)
+    """Yield edges chaining together eligible rows that share a code (codes < 0 never link)."""
     codes = np.where(eligible, codes, -1)
     rows = np.flatnonzero(codes >= 0)
     if rows.size < 2:
@@ -268,6 +276,14 @@ def _exact_key_edges(
     same = codes[order[1:]] == codes[order[:-1]]
     if same.any():
         yield np.stack([order[:-1][same], order[1:][same]], axis=1).astype(np.int64)
+
+
+def _exact_key_edges(
+    keys: Sequence[Any], eligible: NDArray[np.bool_]
+) -> Iterator[NDArray[np.int64]]:
+    """Yield edges chaining together eligible rows that share a (non-missing) key."""
+    codes, _ = pd.factorize(pd.Series(list(keys), dtype=object), use_na_sentinel=True)
+    yield from _shared_code_edges(codes.astype(np.int64), eligible)
 
 
 def fuzzy_edges(
@@ -361,9 +377,15 @@ def group_labels_for_frame(
     linkable = valid & ~low
 
     def edges() -> Iterator[NDArray[np.int64]]:
-        yield from fuzzy_edges(
-            values, threshold, linkable, second=second, second_threshold=second_threshold
-        )
+        if second is None:
+            # One hash: the grouping engine merges identical hashes directly and lets the
+            # search skip buckets already joined, far cheaper than streaming every pair.
+            fuzzy = group_labels_within(values, threshold, valid=valid, linkable=linkable)
+            yield from _shared_code_edges(fuzzy, linkable)
+        else:
+            yield from fuzzy_edges(
+                values, threshold, linkable, second=second, second_threshold=second_threshold
+            )
         if low.any():
             key_column = "digest" if "digest" in hash_df.columns else "hash"
             # Exact copies of a blank image are still copies; two different

@@ -631,7 +631,7 @@ def write_html(report: LeakageReport, path: str | os.PathLike[str], **options: A
     ``options`` are passed to :func:`render_html`.
     """
     target = Path(path)
-    target.write_text(render_html(report, **options), encoding="utf-8")
+    target.write_text(render_html(report, **options), encoding="utf-8", errors="backslashreplace")
     return target
 
 

@@ -1,0 +1,728 @@
+"""A persistent cache of image hashes: never hash an unchanged file twice.
+
+Audits run again and again on the same folders (every training run, every CI
+job). :func:`hash_sources_cached` wraps :func:`leakaudit.hashing.hash_sources`
+from the outside: it looks every file up in a small SQLite database, hashes
+only the misses, stores what it computed and returns the same
+:class:`~leakaudit.hashing.HashTable` an uncached run would, row for row.
+
+What makes an entry (never serve a stale one)
+---------------------------------------------
+An entry is keyed by the file's **identity** and by the **hash context**.
+
+* Identity: the absolute path (as bytes, so non-UTF-8 names work), and the
+  ``size``, ``st_mtime_ns``, ``st_ctime_ns`` and inode of :func:`os.stat`. An
+  entry is served only when all five still match; a changed file is re-hashed
+  and its entry replaced. ``ctime`` catches a content change whose ``mtime``
+  was put back (``touch -d``, ``rsync -t``), the inode a file replaced by a
+  rename.
+* Context: :data:`HASH_VERSION`, a fingerprint of the source of
+  :mod:`leakaudit.loading` and :mod:`leakaudit.hashing`, the Pillow and numpy
+  versions, Pillow's ``MAX_IMAGE_PIXELS``, and every field of the
+  :class:`~leakaudit.loading.DecodeOptions` (``min_side``, ``exif_transpose``,
+  ``background``, ``max_pixels``). The hash method and size need no place in
+  it: both 64-bit hashes come from one decode and both are stored.
+
+A file is stat-ed before it is hashed and again after; its result is stored
+only when the two agree and its last change is older than the moment hashing
+started by more than the file system's timestamp granularity (git's "racily
+clean" rule), so a file rewritten while or just after it was read, within one
+timestamp tick, is never cached under the identity of its new content.
+
+Failures
+--------
+Failures that depend on the moment (file not found, permission denied, a read
+error, out of memory) are never cached. Failures that depend only on the
+bytes (empty file, not an image, truncated, corrupt, decompression bomb) are
+cached like hashes: with the identity unchanged the bytes are the same and the
+decoder (pinned by the context) answers the same, and datasets full of broken
+files would otherwise pay for decoding them again on every run.
+
+Concurrency and damage
+----------------------
+The database runs in WAL mode (readers never block the writer), with a busy
+timeout and retries on top; every write is one short ``BEGIN IMMEDIATE``
+transaction of ``executemany`` batches. A cache file that is not a database,
+is truncated or has another schema is renamed aside (``<name>.corrupt-<time>``)
+with one :class:`CacheWarning` and rebuilt; a cache folder that cannot be
+written makes the run go uncached, with one warning. The cache never breaks an
+audit.
+
+.. important::
+   Bump :data:`HASH_VERSION` whenever the hashes (or failure reasons) of a file
+   may change: the loading pipeline, the hash definitions, the low-information
+   rule. The golden-hash tests in ``tests/test_hashing.py``
+   (``test_golden_png_hashes``, ``test_golden_jpeg_hashes``) fail on such a
+   change; when you update their expected values, bump this constant too. (The
+   source fingerprint catches edits to ``loading.py`` and ``hashing.py`` on its
+   own; the constant covers everything else.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import numpy as np
+from PIL import Image
+
+from leakaudit._validation import check_choice, describe
+from leakaudit.errors import ImageLoadError
+from leakaudit.hashing import (
+    ON_ERROR_CHOICES,
+    HashTable,
+    UnreadableImageWarning,
+    _summarise_errors,
+    hash_sources,
+)
+from leakaudit.loading import _DEFAULT_OPTIONS, DecodeOptions, ImageSource
+
+__all__ = [
+    "CACHE_DIR_ENV",
+    "HASH_VERSION",
+    "CacheWarning",
+    "HashCache",
+    "default_cache_dir",
+    "hash_sources_cached",
+    "resolve_cache",
+]
+
+#: Version of the hash values a file produces. Bump it whenever the hashes or the
+#: failure reasons of some file may change (see the module docstring).
+HASH_VERSION = 1
+#: Version of the database layout; part of the file name, so two layouts never
+#: meet in one file.
+SCHEMA_VERSION = 1
+#: Environment variable naming the cache folder (overrides the platform default).
+CACHE_DIR_ENV = "LEAKAUDIT_CACHE_DIR"
+DATABASE_NAME = f"hashes-v{SCHEMA_VERSION}.sqlite3"
+
+_APPLICATION_ID = 0x4C4B4155  # "LKAU": marks the file as ours
+_BUSY_TIMEOUT_S = 10.0
+_RETRIES = 8
+_LOOKUP_BATCH = 500  # bound parameters per SELECT (SQLite's default limit is 32766)
+_STORE_BATCH = 2000  # rows per write transaction: short, so other writers get their turn
+# Failure reasons that depend only on the file's bytes (see "Failures" above).
+_DETERMINISTIC_FAILURES = (
+    "empty file",
+    "empty image",
+    "not a recognised image format",
+    "truncated image",
+    "cannot decode image",
+    "decompression bomb",
+)
+_COLUMNS = (
+    "context", "path", "size", "mtime_ns", "ctime_ns", "inode",
+    "phash", "dhash", "digest", "low_information", "error",
+)  # fmt: skip
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    context INTEGER NOT NULL,
+    path BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    phash INTEGER NOT NULL,
+    dhash INTEGER NOT NULL,
+    digest INTEGER NOT NULL,
+    low_information INTEGER NOT NULL,
+    error TEXT,
+    PRIMARY KEY (context, path)
+) WITHOUT ROWID
+"""
+
+CacheSpec: TypeAlias = "bool | str | os.PathLike[str] | HashCache | None"
+"""What ``cache=`` accepts: True (default folder), False/None (off), a folder, a HashCache."""
+
+
+class CacheWarning(UserWarning):
+    """The hash cache was damaged or unusable; the audit went on (rebuilt, or uncached)."""
+
+
+def default_cache_dir() -> Path:
+    """Return the folder the hash cache lives in by default.
+
+    ``$LEAKAUDIT_CACHE_DIR`` when set; otherwise the platform's user cache
+    folder: ``$XDG_CACHE_HOME/leakaudit`` (``~/.cache/leakaudit``) on Linux and
+    other Unixes, ``~/Library/Caches/leakaudit`` on macOS,
+    ``%LOCALAPPDATA%\\leakaudit\\Cache`` on Windows.
+
+    Examples
+    --------
+    >>> default_cache_dir().name in ("leakaudit", "Cache") or CACHE_DIR_ENV in os.environ
+    True
+    """
+    override = os.environ.get(CACHE_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "leakaudit" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "leakaudit"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # The XDG spec: a relative value is invalid and must be ignored.
+    base_dir = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base_dir / "leakaudit"
+
+
+def resolve_cache(cache: CacheSpec) -> HashCache | None:
+    """Turn a ``cache=`` argument into a :class:`HashCache` (None: no caching).
+
+    Parameters
+    ----------
+    cache : bool, str, os.PathLike, HashCache or None
+        True: the :func:`default_cache_dir`; False or None: off; a path: that
+        folder; a HashCache: itself.
+
+    Examples
+    --------
+    >>> resolve_cache(False) is None
+    True
+    >>> resolve_cache("/tmp/somewhere").directory.name
+    'somewhere'
+    """
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return HashCache(default_cache_dir())
+    if isinstance(cache, HashCache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)) and not isinstance(cache, bytes):
+        return HashCache(cache)
+    raise TypeError(
+        f"cache must be True, False, a folder path or a HashCache; got {describe(cache)}."
+    )
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """What a file must still be for its cached hashes to be served."""
+
+    path: bytes
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+    def row(self) -> tuple[int, int, int, int]:
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A cached result: hashes (signed 64-bit, as SQLite stores them) or a failure."""
+
+    phash: int
+    dhash: int
+    digest: int
+    low_information: bool
+    error: str | None
+
+
+def _identity(path: str) -> _Identity | None:
+    """Stat ``path`` (following links); None when it cannot be cached (not a regular file)."""
+    try:
+        st = os.stat(path)
+        # abspath, not realpath: realpath costs an lstat per path component (a
+        # tenth of a second per 20k files), and the stat identity already tells
+        # two files apart, whatever links lead to them.
+        absolute = os.path.abspath(path)
+    except (OSError, ValueError):  # missing, no permission, a link loop, a NUL in the name
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return _Identity(os.fsencode(absolute), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _settled(identity: _Identity, started_ns: int) -> bool:
+    """Whether any later write to the file must change its timestamps.
+
+    True when the file's last change is older than ``started_ns`` (taken before
+    it was read) by more than the timestamp granularity: 2 s when the stamps are
+    whole seconds (FAT, HFS+, ext3), else 50 ms (a few clock ticks).
+    """
+    newest = max(identity.mtime_ns, identity.ctime_ns)
+    coarse = identity.mtime_ns % 1_000_000_000 == 0 and identity.ctime_ns % 1_000_000_000 == 0
+    margin = 2_000_000_000 if coarse else 50_000_000
+    return newest < started_ns - margin
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+@lru_cache(maxsize=1)
+def _source_fingerprint() -> str:
+    """BLAKE2b of the code that turns bytes into hashes (``loading.py``, ``hashing.py``)."""
+    from leakaudit import hashing, loading
+
+    digest = hashlib.blake2b(digest_size=16)
+    for module in (loading, hashing):
+        try:
+            digest.update(Path(module.__file__ or "").read_bytes())
+        except OSError:  # a frozen or zip-imported install: HASH_VERSION alone
+            digest.update(b"?")
+    return digest.hexdigest()
+
+
+def hash_context(options: DecodeOptions) -> int:
+    """Return the signed 64-bit key of everything besides the file that decides its hashes.
+
+    Examples
+    --------
+    >>> hash_context(DecodeOptions()) == hash_context(DecodeOptions())
+    True
+    >>> hash_context(DecodeOptions()) == hash_context(DecodeOptions(exif_transpose=False))
+    False
+    """
+    import PIL
+
+    text = repr(
+        (
+            HASH_VERSION,
+            _source_fingerprint(),
+            PIL.__version__,
+            np.__version__,
+            Image.MAX_IMAGE_PIXELS,
+            options.min_side,
+            options.exif_transpose,
+            tuple(options.background),
+            options.max_pixels,
+        )
+    )
+    return int.from_bytes(
+        hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True
+    )
+
+
+def _error_name(exc: sqlite3.Error) -> str:
+    """The SQLite result code name (``SQLITE_BUSY``...), from the message before Python 3.11."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if isinstance(name, str):
+        return name
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return "SQLITE_BUSY"
+    if "not a database" in text:
+        return "SQLITE_NOTADB"
+    if "malformed" in text or "corrupt" in text:
+        return "SQLITE_CORRUPT"
+    return "SQLITE_ERROR"
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return _error_name(exc).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+
+def _is_damage(exc: sqlite3.Error) -> bool:
+    return _error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+
+
+class _Damaged(Exception):
+    """The cache file is not ours or is damaged (set it aside and rebuild)."""
+
+
+class _Unusable(Exception):
+    """The cache cannot be used this run (go uncached)."""
+
+
+class HashCache:
+    """A folder holding the SQLite hash cache.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        The folder; created on first use. The database is
+        ``directory / "hashes-v1.sqlite3"``.
+
+    Notes
+    -----
+    Each operation opens its own short-lived connection, so one HashCache may
+    be shared by threads and used from several processes at once. Problems
+    never raise: a damaged file is set aside and rebuilt, an unusable folder
+    disables the cache for this object, each with one :class:`CacheWarning`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> cache = HashCache(tempfile.mkdtemp())
+    >>> len(cache)
+    0
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / DATABASE_NAME
+        self.disabled_reason: str | None = None
+        self._ready = False
+        self._warned: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"HashCache({str(self.directory)!r})"
+
+    def __len__(self) -> int:
+        """Number of entries stored (0 when the cache is unusable)."""
+        counted = self._run(lambda db: db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
+        return int(counted) if counted is not None else 0
+
+    # ------------------------------------------------------------ public operations
+
+    def lookup(self, identities: dict[int, _Identity], context: int) -> dict[int, _Entry]:
+        """Return index -> entry for every identity with a current entry under ``context``."""
+        if not identities:
+            return {}
+        wanted: dict[bytes, list[int]] = {}
+        for index, identity in identities.items():
+            wanted.setdefault(identity.path, []).append(index)
+        paths = list(wanted)
+
+        def select(db: sqlite3.Connection) -> dict[int, _Entry]:
+            found: dict[int, _Entry] = {}
+            for start in range(0, len(paths), _LOOKUP_BATCH):
+                batch = paths[start : start + _LOOKUP_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = db.execute(
+                    "SELECT path, size, mtime_ns, ctime_ns, inode, phash, dhash, digest, "
+                    f"low_information, error FROM entries WHERE context = ? AND path IN ({marks})",
+                    (context, *batch),
+                ).fetchall()
+                for path, *key, phash, dhash, digest, low, error in rows:
+                    for index in wanted[bytes(path)]:
+                        if identities[index].row() == tuple(key):
+                            found[index] = _Entry(phash, dhash, digest, bool(low), error)
+            return found
+
+        return self._run(select) or {}
+
+    def store(self, rows: Sequence[tuple[_Identity, _Entry]], context: int) -> None:
+        """Insert or replace the entries of ``rows`` under ``context`` (short batched writes)."""
+        if not rows:
+            return
+        values = [
+            (
+                context, identity.path, *identity.row(),
+                entry.phash, entry.dhash, entry.digest, int(entry.low_information), entry.error,
+            )
+            for identity, entry in rows
+        ]  # fmt: skip
+        marks = ",".join("?" * len(_COLUMNS))
+        statement = f"INSERT OR REPLACE INTO entries ({','.join(_COLUMNS)}) VALUES ({marks})"
+        for start in range(0, len(values), _STORE_BATCH):
+            batch = values[start : start + _STORE_BATCH]
+
+            def write(db: sqlite3.Connection, batch: list[Any] = batch) -> bool:
+                with _transaction(db):
+                    db.executemany(statement, batch)
+                return True
+
+            if self._run(write) is None:
+                return
+
+    # ------------------------------------------------------------------ machinery
+
+    def _run(self, operation: Any) -> Any:
+        """Run ``operation(connection)`` with retries on busy and one rebuild on damage.
+
+        Returns its result, or None when the cache is (or just became) unusable.
+        """
+        for attempt in range(2):
+            if self.disabled_reason is not None:
+                return None
+            try:
+                return self._with_retries(operation)
+            except _Damaged as damage:
+                if attempt == 0 and self._set_aside(str(damage)):
+                    continue
+                self._disable(f"the cache file {self.path} is damaged ({damage})")
+            except _Unusable as problem:
+                self._disable(str(problem))
+        return None
+
+    def _with_retries(self, operation: Any) -> Any:
+        delay = 0.02
+        for attempt in range(_RETRIES):
+            try:
+                with closing(self._connect()) as db:
+                    return operation(db)
+            except sqlite3.Error as exc:
+                if _is_damage(exc):
+                    raise _Damaged(str(exc)) from None
+                if _is_busy(exc) and attempt < _RETRIES - 1:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                    continue
+                if _is_busy(exc):
+                    raise _Unusable(f"the cache {self.path} stayed locked ({exc})") from None
+                raise _Unusable(f"the cache {self.path} cannot be used ({exc})") from None
+            except OSError as exc:
+                raise _Unusable(
+                    f"the cache folder {self.directory} cannot be used ({exc})"
+                ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _connect(self) -> sqlite3.Connection:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(
+            self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        try:
+            if not self._ready:
+                self._prepare(db)
+                self._ready = True
+            db.execute("PRAGMA synchronous=NORMAL")  # safe with WAL: a crash loses no old entry
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Check the file is our cache (or empty: create it) and switch it to WAL."""
+        application_id = db.execute("PRAGMA application_id").fetchone()[0]
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        if not tables and application_id == 0:
+            with _transaction(db):
+                # Re-checked inside the write lock: another process may have just done it.
+                if not db.execute("SELECT name FROM sqlite_master").fetchall():
+                    db.execute(_SCHEMA)
+                    db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
+                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            application_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        columns = tuple(row[1] for row in db.execute("PRAGMA table_info(entries)").fetchall())
+        if application_id != _APPLICATION_ID or version != SCHEMA_VERSION:
+            raise _Damaged(
+                f"not a leakaudit v{SCHEMA_VERSION} cache "
+                f"(application_id {application_id:#x}, user_version {version})"
+            )
+        if sorted(columns) != sorted(_COLUMNS):
+            raise _Damaged(f"unexpected columns {list(columns)}")
+        if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":  # e.g. a file system without shared memory
+                db.execute("PRAGMA journal_mode=DELETE")
+
+    def _set_aside(self, why: str) -> bool:
+        """Rename the damaged file (and its WAL) aside; return whether the path is free now."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+        try:
+            os.replace(self.path, target)
+        except FileNotFoundError:
+            pass  # another process set it aside first
+        except OSError as exc:
+            self._disable(
+                f"the cache file {self.path} is damaged ({why}) and cannot be moved ({exc})"
+            )
+            return False
+        for suffix in ("-wal", "-shm"):
+            side = self.path.with_name(self.path.name + suffix)
+            try:
+                if suffix == "-wal":
+                    os.replace(side, target.with_name(target.name + suffix))
+                else:
+                    side.unlink()
+            except OSError:
+                pass
+        self._ready = False
+        self._warn(
+            "damaged",
+            f"the hash cache {self.path} was damaged ({why}); it was moved to {target.name} "
+            "and a new one is being built.",
+        )
+        return True
+
+    def _disable(self, reason: str) -> None:
+        if self.disabled_reason is None:
+            self.disabled_reason = reason
+            self._warn("disabled", f"{reason}; hashing without the cache.")
+
+    def _warn(self, kind: str, message: str) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            warnings.warn(message, CacheWarning, stacklevel=5)
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    # IMMEDIATE takes the write lock up front: a deferred transaction that later
+    # upgrades can fail with SQLITE_BUSY without the busy handler ever running.
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _cacheable_failure(reason: str) -> bool:
+    """Whether a failure depends only on the file's bytes (see "Failures" above)."""
+    return reason.startswith(_DETERMINISTIC_FAILURES)
+
+
+def _check_source(item: object, index: int) -> None:
+    # hash_sources' own checks, with the index into the caller's list.
+    if isinstance(item, os.PathLike) and not isinstance(os.fspath(item), str):
+        raise TypeError(f"sources[{index}] must be a str path; got {describe(item)}.")
+    if not isinstance(item, (str, os.PathLike, bytes, bytearray, memoryview, Image.Image)):
+        raise TypeError(
+            f"sources[{index}] must be a path, bytes or a PIL image; got {type(item).__name__}."
+        )
+
+
+def _source_name(item: object, index: int) -> str:
+    # The names hash_sources gives (the table must not depend on what was cached).
+    if isinstance(item, (str, os.PathLike)):
+        return str(os.fspath(item))
+    if isinstance(item, Image.Image):
+        return f"<PIL image #{index}>"
+    return f"<bytes #{index}>"
+
+
+def hash_sources_cached(
+    sources: Sequence[ImageSource],
+    *,
+    cache: CacheSpec = True,
+    options: DecodeOptions = _DEFAULT_OPTIONS,
+    workers: int | None = None,
+    progress: bool | None = None,
+    on_error: str = "warn",
+) -> HashTable:
+    """:func:`~leakaudit.hashing.hash_sources`, served from the hash cache where possible.
+
+    Files with a current cache entry are not read at all; the others are hashed
+    (in parallel, as ``hash_sources`` does) and stored. In-memory sources
+    (bytes, PIL images), and anything that is not a regular file, bypass the
+    cache. The result equals what ``hash_sources`` returns, row for row, names,
+    errors and warning included; with ``on_error="raise"`` every miss is hashed
+    (and stored) before the first failure, in input order, is raised.
+
+    Parameters
+    ----------
+    sources : sequence of str, os.PathLike, bytes or PIL.Image.Image
+        The images.
+    cache : bool, str, os.PathLike, HashCache or None, default True
+        True: the :func:`default_cache_dir`; a folder: that one; False/None:
+        plain ``hash_sources``.
+    options, workers, progress, on_error
+        As in :func:`~leakaudit.hashing.hash_sources`.
+
+    Returns
+    -------
+    HashTable
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from PIL import Image
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> Image.effect_mandelbrot((96, 96), (-2, -1.5, 1, 1.5), 50).save(folder / "a.png")
+    >>> first = hash_sources_cached([folder / "a.png"], cache=folder / "cache")
+    >>> second = hash_sources_cached([folder / "a.png"], cache=folder / "cache")
+    >>> bool(first.phash[0] == second.phash[0])
+    True
+    """
+    store = resolve_cache(cache)
+    if store is None:
+        table = hash_sources(
+            sources, options=options, workers=workers, progress=progress, on_error=on_error
+        )
+        return table
+    check_choice("on_error", on_error, ON_ERROR_CHOICES)
+    if not isinstance(options, DecodeOptions):
+        raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    if isinstance(sources, (str, bytes, bytearray, os.PathLike, Image.Image)):
+        raise TypeError(
+            "sources must be a sequence of paths, bytes or PIL images; "
+            f"got a single {type(sources).__name__}. Wrap it in a list."
+        )
+    items = list(sources)
+    n = len(items)
+    for index, item in enumerate(items):
+        _check_source(item, index)
+    names = [_source_name(item, i) for i, item in enumerate(items)]
+    context = hash_context(options)
+
+    identities: dict[int, _Identity] = {}
+    for index, item in enumerate(items):
+        if isinstance(item, (str, os.PathLike)):
+            path = os.fspath(item)
+            identity = _identity(path) if isinstance(path, str) else None
+            if identity is not None:
+                identities[index] = identity
+    hits = store.lookup(identities, context)
+    misses = [i for i in range(n) if i not in hits]
+
+    started_ns = time.time_ns()
+    fresh = hash_sources(
+        [items[i] for i in misses],
+        options=options,
+        workers=workers,
+        progress=progress,
+        on_error="ignore",
+    )
+
+    signed = np.zeros((n, 3), dtype=np.int64)  # phash, dhash, digest
+    low_information = np.zeros(n, dtype=np.bool_)
+    valid = np.zeros(n, dtype=np.bool_)
+    errors: dict[int, str] = {}
+    for index, entry in hits.items():
+        if entry.error is not None:
+            errors[index] = entry.error
+        else:
+            signed[index] = (entry.phash, entry.dhash, entry.digest)
+            low_information[index] = entry.low_information
+            valid[index] = True
+    if misses:
+        rows = np.asarray(misses, dtype=np.intp)
+        signed[rows] = np.stack([fresh.phash, fresh.dhash, fresh.digest], axis=1).view(np.int64)
+        low_information[rows] = fresh.low_information
+        valid[rows] = fresh.valid
+        for k, message in fresh.errors.items():
+            errors[misses[k]] = message
+
+    new_rows: list[tuple[_Identity, _Entry]] = []
+    for k, index in enumerate(misses):
+        before = identities.get(index)
+        if before is None:
+            continue
+        reason = fresh.errors.get(k)
+        if reason is not None and not _cacheable_failure(reason):
+            continue
+        if _identity(str(names[index])) != before or not _settled(before, started_ns):
+            continue  # changed while (or just before) it was read: hash it again next time
+        phash, dhash, digest = (int(v) for v in signed[index])
+        new_rows.append(
+            (before, _Entry(phash, dhash, digest, bool(low_information[index]), reason))
+        )
+    store.store(new_rows, context)
+
+    unsigned = signed.view(np.uint64)
+    table = HashTable(
+        sources=names,
+        phash=unsigned[:, 0].copy(),
+        dhash=unsigned[:, 1].copy(),
+        digest=unsigned[:, 2].copy(),
+        low_information=low_information,
+        valid=valid,
+        errors=dict(sorted(errors.items())),
+    )
+    if table.errors and on_error == "raise":
+        first = min(table.errors)
+        raise ImageLoadError(names[first], table.errors[first])
+    if table.errors and on_error == "warn":
+        warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=2)
+    return table
