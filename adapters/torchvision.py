@@ -61,9 +61,10 @@ from leakaudit.adapters._common import (
     resolve_lengths,
 )
 from leakaudit.audit import DEFAULT_METHOD, IMAGE_EXTENSIONS, audit_hash_table, resolve_threshold
+from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
-from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_image, hash_sources
+from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import LeakageReport
 
@@ -378,6 +379,7 @@ def _hash_resolved(
     transform_override: Any,
     use_samples: bool | None,
     num_workers: int,
+    cache: CacheSpec = True,
 ) -> _Hashed:
     check_choice("on_error", on_error, ("warn", "raise", "ignore"))
     num_workers = check_int("num_workers", num_workers, 0)
@@ -415,8 +417,8 @@ def _hash_resolved(
     valid = np.zeros(total, dtype=np.bool_)
     errors: dict[int, str] = {}
     if paths:
-        part = hash_sources(
-            paths, options=options, workers=workers, progress=progress,
+        part = hash_sources_cached(
+            paths, cache=cache, options=options, workers=workers, progress=progress,
             on_error="raise" if on_error == "raise" else "ignore",
         )
         rows = np.asarray(path_rows, dtype=np.int64)
@@ -486,6 +488,7 @@ def audit_datasets(
     transform_override: Any = KEEP_TRANSFORM,
     use_samples: bool | None = None,
     num_workers: int = 0,
+    cache: CacheSpec = True,
 ) -> LeakageReport:
     """Audit torchvision datasets, one per split, for near-duplicates across splits.
 
@@ -507,6 +510,9 @@ def audit_datasets(
         transform). None: when every listed file has an image extension.
     num_workers : int, default 0
         DataLoader worker processes for datasets hashed through ``__getitem__``.
+    cache : bool, path or HashCache, default True
+        The persistent hash cache for the files in ``samples``, as in
+        :func:`leakaudit.audit_splits` (``False`` hashes everything afresh).
 
     Returns
     -------
@@ -531,6 +537,7 @@ def audit_datasets(
     hashed = _hash_resolved(
         resolved, options=options, workers=workers, progress=progress, on_error=on_error,
         transform_override=transform_override, use_samples=use_samples, num_workers=num_workers,
+        cache=cache,
     )
     return _report_from(hashed, options, method, threshold)
 

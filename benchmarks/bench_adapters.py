@@ -73,7 +73,7 @@ def bench_torchvision(splits: dict[str, Path], workers: int | None, repeats: int
     from leakaudit.audit import audit_splits
 
     def core() -> Any:
-        return audit_splits(splits, workers=workers, progress=False)
+        return audit_splits(splits, workers=workers, progress=False, cache=False)
 
     def build() -> dict[str, Any]:
         return {name: ImageFolder(str(path)) for name, path in splits.items()}
@@ -81,10 +81,10 @@ def bench_torchvision(splits: dict[str, Path], workers: int | None, repeats: int
     built = build()
 
     def adapter_only() -> Any:
-        return audit_datasets(built, workers=workers, progress=False)
+        return audit_datasets(built, workers=workers, progress=False, cache=False)
 
     def adapter_with_scan() -> Any:
-        return audit_datasets(build(), workers=workers, progress=False)
+        return audit_datasets(build(), workers=workers, progress=False, cache=False)
 
     core()  # warm the page cache and the worker pool's imports
     # Interleaved so that drift in machine load hits both sides alike.
