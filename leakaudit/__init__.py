@@ -19,6 +19,7 @@ from leakaudit.audit import (
     audit_splits,
     list_image_files,
 )
+from leakaudit.calibrate import CalibrationResult, calibrate_threshold
 from leakaudit.cleaning import clean_splits
 from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
 from leakaudit.frames import compute_hashes, find_duplicate_groups
@@ -29,6 +30,7 @@ from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalibrationResult",
     "DEFAULT_METHOD",
     "DEFAULT_THRESHOLDS",
     "DecodeOptions",
@@ -42,6 +44,7 @@ __all__ = [
     "audit_hash_table",
     "audit_sources",
     "audit_splits",
+    "calibrate_threshold",
     "clean_splits",
     "compute_hashes",
     "dhash_audit",

@@ -257,6 +257,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(demo)
 
+    calibrate = sub.add_parser(
+        "calibrate",
+        help="measure precision and recall per threshold on ROOT's own images",
+        description="Sample ROOT's images (a dataset root with split folders, or any folder; "
+        "scanned recursively), plant known near-duplicates of each in memory, and print "
+        "precision, recall and false pairs per hash method and threshold, the distances "
+        "between unrelated images, and a recommended threshold.",
+    )
+    calibrate.add_argument("root", type=Path, metavar="ROOT")
+    calibrate.add_argument(
+        "--sample", type=int, default=200, metavar="N", help="images to sample (default: 200)"
+    )
+    calibrate.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    calibrate.add_argument(
+        "--workers", type=int, default=None, help="processes for hashing (default: all cores)"
+    )
+    calibrate.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help="write the threshold table to FILE, and FILE's stem + .per_transform.csv, "
+        ".unrelated.csv beside it",
+    )
+    calibrate.add_argument("--quiet", action="store_true", help="no progress bars or info messages")
+
     sub.add_parser("env", help="print versions, for bug reports")
     return parser
 
@@ -470,6 +495,39 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(report.to_text())
     _write_outputs(report, args)
     return _exit_code(report, args)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from leakaudit.calibrate import MIN_CALIBRATION_IMAGES, calibrate_threshold
+
+    root = _check_dir(args.root)
+    if args.sample < MIN_CALIBRATION_IMAGES:
+        raise UsageError(f"--sample must be at least {MIN_CALIBRATION_IMAGES}; got {args.sample}")
+    _check_outputs(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = calibrate_threshold(
+            root,
+            sample_size=args.sample,
+            seed=args.seed,
+            workers=args.workers,
+            progress=_progress(args),
+        )
+    for warning in caught:
+        log.warning("%s", warning.message)
+    print(result.to_text())
+    if args.csv is not None:
+        csv: Path = args.csv
+        result.table.to_csv(csv, index=False)
+        others = {
+            csv.with_name(csv.stem + ".per_transform.csv"): result.per_transform,
+            csv.with_name(csv.stem + ".unrelated.csv"): result.unrelated_distances,
+        }
+        for path, frame in others.items():
+            frame.to_csv(path, index=False)
+        for path in (csv, *others):
+            log.info("wrote %s", path)
+    return 0
 
 
 def _cmd_env() -> int:
@@ -713,6 +771,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compare": _cmd_compare,
         "demo": _cmd_demo,
         "clean": _cmd_clean,
+        "calibrate": _cmd_calibrate,
     }
     try:
         if args.command == "env":

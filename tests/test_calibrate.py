@@ -1,0 +1,154 @@
+"""Threshold calibration on the user's own images (``leakaudit calibrate``)."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from leakaudit.audit import AUDIT_METHODS
+from leakaudit.calibrate import TRANSFORMS, CalibrationResult, calibrate_threshold
+from leakaudit.cli import main
+from leakaudit.demo import photo_like_image
+from leakaudit.hashing import UnreadableImageWarning
+
+N_PHOTOS = 30
+
+
+def _write_photos(folder: Path, count: int, start: int = 0) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for seed in range(start, start + count):
+        photo_like_image(seed).save(folder / f"photo_{seed:03d}.jpg", quality=92)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """30 photos in split folders, plus a corrupt file, a blank one and a real duplicate."""
+    root = tmp_path_factory.mktemp("calibrate")
+    _write_photos(root / "train", 20)
+    _write_photos(root / "test", 10, start=20)
+    (root / "train" / "corrupt.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    Image.new("RGB", (160, 120), (3, 3, 3)).save(root / "test" / "blank.png")
+    buffer = io.BytesIO()
+    photo_like_image(0).save(buffer, "JPEG", quality=70)
+    (root / "test" / "photo_000_again.jpg").write_bytes(buffer.getvalue())
+    return root
+
+
+@pytest.fixture(scope="module")
+def result(dataset: Path) -> CalibrationResult:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = calibrate_threshold(dataset, sample_size=50, workers=1, progress=False)
+    unreadable = [w for w in caught if issubclass(w.category, UnreadableImageWarning)]
+    assert len(unreadable) == 1
+    assert "corrupt.jpg" in str(unreadable[0].message)
+    return outcome
+
+
+def test_result_shape(result: CalibrationResult) -> None:
+    n_sample = N_PHOTOS + 1  # the duplicate is a readable image too
+    assert len(result.sample) == n_sample
+    assert result.n_files == N_PHOTOS + 3
+    assert result.n_blank == 1
+    assert len(result.unreadable) == 1
+    assert next(iter(result.unreadable)).endswith("corrupt.jpg")
+    assert len(result.table) == len(AUDIT_METHODS) * 17
+    assert {
+        "method", "threshold", "precision", "recall", "recall_all", "false_pairs_per_million",
+    } <= set(result.table.columns)  # fmt: skip
+    assert len(result.per_transform) == len(AUDIT_METHODS) * 17 * len(TRANSFORMS)
+    assert len(result.copy_distances) == n_sample * len(TRANSFORMS)
+    unrelated = result.unrelated_distances
+    assert list(unrelated["method"]) == list(AUDIT_METHODS)
+    # The planted duplicate pair is recognised and kept out of the unrelated pairs.
+    assert len(result.likely_duplicates) == 1
+    assert {Path(p).name for p in result.likely_duplicates[0]} == {
+        "photo_000.jpg",
+        "photo_000_again.jpg",
+    }
+    assert (unrelated["pairs"] == n_sample * (n_sample - 1) // 2 - 1).all()
+    assert (unrelated["min"] <= unrelated["p1"]).all()
+    assert (unrelated["p1"] <= unrelated["median"]).all()
+
+
+def test_recommendation_is_safe_and_catches_reencodes(result: CalibrationResult) -> None:
+    assert set(result.recommended) == set(AUDIT_METHODS)
+    per = result.per_transform
+    for method, threshold in result.recommended.items():
+        assert 0 <= threshold <= 64
+        row = result.table[
+            (result.table["method"] == method) & (result.table["threshold"] == threshold)
+        ]
+        assert int(row["false_pairs"].iloc[0]) == 0
+        at = per[(per["method"] == method) & (per["threshold"] == threshold)].set_index("transform")
+        for name in ("jpeg_q90", "jpeg_q70", "jpeg_q40", "png"):
+            assert at.loc[name, "recall"] == 1.0, (method, name)
+        assert f"{method}: {threshold}." in result.explanation
+
+
+def test_flips_are_reported_but_not_counted(result: CalibrationResult) -> None:
+    copies = result.copy_distances
+    assert not copies.loc[copies["transform"] == "hflip", "expected"].any()
+    for row in result.table.itertuples(index=False):
+        distance = copies[row.method] <= row.threshold
+        assert row.recall == pytest.approx(distance[copies["expected"]].mean())
+        assert row.recall_all == pytest.approx(distance.mean())
+    # Whole-image hashes miss mirror images, so counting them lowers recall.
+    top = result.table[result.table["threshold"] == 16]
+    assert (top["recall_all"] < top["recall"]).all()
+
+
+def test_phash_distances_are_even_and_text_shows_even_thresholds(
+    result: CalibrationResult,
+) -> None:
+    assert (result.copy_distances["phash"] % 2 == 0).all()
+    text = result.to_text()
+    phash_block = text.split("\nphash\n")[1].split("\n\n")[0]
+    thresholds = [int(line.split()[0]) for line in phash_block.splitlines()[1:]]
+    assert thresholds == list(range(0, 17, 2))
+    assert "expected miss" in text and "Recommendation:" in text
+
+
+def test_bad_arguments_and_too_few_images(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        calibrate_threshold(tmp_path / "missing")
+    with pytest.raises(ValueError, match="sample_size must be an int >= 10"):
+        calibrate_threshold(tmp_path, sample_size=5)
+    with pytest.raises(ValueError, match="methods must be one of"):
+        calibrate_threshold(tmp_path, methods=["md5"])
+    with pytest.raises(TypeError, match="paths_or_folder"):
+        calibrate_threshold(42)  # type: ignore[arg-type]
+    _write_photos(tmp_path, 4)
+    Image.new("L", (64, 64), 0).save(tmp_path / "blank.png")
+    with pytest.raises(ValueError, match=r"at least 10 readable.*found 4 .* 1 blank"):
+        calibrate_threshold(tmp_path, workers=1)
+
+
+def test_cli(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "calibration.csv"
+    code = main(
+        ["calibrate", str(dataset), "--sample", "12", "--seed", "3", "--workers", "1",
+         "--quiet", "--csv", str(out)]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "Threshold calibration on 12 of" in captured.out
+    assert "phash+dhash" in captured.out and "Recommendation:" in captured.out
+    assert out.exists() and (tmp_path / "calibration.per_transform.csv").exists()
+    assert (tmp_path / "calibration.unrelated.csv").exists()
+
+    assert main(["calibrate", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "folder not found" in err
+
+    assert main(["calibrate", str(dataset), "--sample", "3"]) == 2
+    assert "--sample must be at least 10" in capsys.readouterr().err
+
+    few = tmp_path / "few"
+    _write_photos(few, 3)
+    assert main(["calibrate", str(few), "--workers", "1", "--quiet"]) == 2
+    assert "at least 10 readable" in capsys.readouterr().err
