@@ -30,9 +30,9 @@ from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
 __version__ = "0.1.0"
 
 __all__ = [
-    "CalibrationResult",
     "DEFAULT_METHOD",
     "DEFAULT_THRESHOLDS",
+    "CalibrationResult",
     "DecodeOptions",
     "ImageLoadError",
     "LargeGroupWarning",
