@@ -100,7 +100,7 @@ __all__ = [
 
 #: Version of the hash values a file produces. Bump it whenever the hashes or the
 #: failure reasons of some file may change (see the module docstring).
-HASH_VERSION = 1
+HASH_VERSION = 2
 #: Version of the database layout; part of the file name, so two layouts never
 #: meet in one file.
 SCHEMA_VERSION = 1

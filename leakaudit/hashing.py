@@ -59,6 +59,7 @@ from leakaudit._validation import check_choice, check_int, check_workers, descri
 from leakaudit.errors import ImageLoadError
 from leakaudit.loading import (
     _DEFAULT_OPTIONS,
+    Box,
     DecodeOptions,
     ImageSource,
     grey_from_bytes,
@@ -260,8 +261,13 @@ def _lanczos(x: float) -> float:
 
 
 @lru_cache(maxsize=1024)
-def _lanczos_weights(in_size: int, out_size: int) -> NDArray[np.float64]:
+def _lanczos_weights(
+    in_size: int, out_size: int, span: tuple[float, float] | None = None
+) -> NDArray[np.float64]:
     """Pillow's Lanczos coefficients for ``in_size -> out_size`` as an (out, in) matrix.
+
+    ``span`` is the ``(start, stop)`` of the box along this axis (``resize``'s
+    ``box``, which may be fractional); None means ``(0, in_size)``.
 
     precompute_coeffs + normalize_coeffs_8bpc, step for step: the coefficients
     are computed in double, normalised by their (sequential) sum, rounded half
@@ -270,14 +276,24 @@ def _lanczos_weights(in_size: int, out_size: int) -> NDArray[np.float64]:
     pixel (<= 255) times k (< 2**23) over a few hundred taps stays below 2**40,
     far inside float64's 53 bits whatever order BLAS sums in. A matrix product
     therefore returns Pillow's integer accumulator / 2**22 exactly.
+
+    With a box: Pillow passes the box as C ``float`` and precompute_coeffs takes
+    ``float in0, in1``, so the box ends are rounded to float32 and the box
+    length ``in1 - in0`` is a float32 subtraction before it becomes a double;
+    the centre is ``in0 + (x + 0.5) * scale`` (checked against Pillow on
+    thousands of random fractional boxes).
     """
-    scale = in_size / out_size
+    if span is None:
+        start, scale = 0.0, in_size / out_size
+    else:
+        low, high = np.float32(span[0]), np.float32(span[1])
+        start, scale = float(low), float(high - low) / out_size
     filterscale = max(scale, 1.0)
     support = _LANCZOS_SUPPORT * filterscale
     inverse = 1.0 / filterscale
     matrix = np.zeros((out_size, in_size), dtype=np.float64)
     for out in range(out_size):
-        center = (out + 0.5) * scale
+        center = start + (out + 0.5) * scale
         first = max(int(center - support + 0.5), 0)  # int(): truncation, as C's (int)
         stop = min(int(center + support + 0.5), in_size)
         taps = [_lanczos((x - center + 0.5) * inverse) for x in range(first, stop)]
@@ -296,10 +312,13 @@ def _lanczos_weights(in_size: int, out_size: int) -> NDArray[np.float64]:
 
 
 @lru_cache(maxsize=512)
-def _horizontal_pair(width: int) -> NDArray[np.float64]:
+def _horizontal_pair(width: int, span: tuple[float, float] | None) -> NDArray[np.float64]:
     """(width, 32 + 9): right-multiplying rows by this resamples them to both widths."""
     stacked = np.concatenate(
-        [_lanczos_weights(width, _PHASH_SIZE), _lanczos_weights(width, _DHASH_SIZE[0])]
+        [
+            _lanczos_weights(width, _PHASH_SIZE, span),
+            _lanczos_weights(width, _DHASH_SIZE[0], span),
+        ]
     )
     both: NDArray[np.float64] = np.ascontiguousarray(stacked.T)
     both.flags.writeable = False
@@ -307,13 +326,28 @@ def _horizontal_pair(width: int) -> NDArray[np.float64]:
 
 
 @lru_cache(maxsize=512)
-def _vertical_pair(height: int) -> NDArray[np.float64]:
+def _vertical_pair(height: int, span: tuple[float, float] | None) -> NDArray[np.float64]:
     """(32 + 8, height): left-multiplying columns by this resamples them to both heights."""
     both = np.concatenate(
-        [_lanczos_weights(height, _PHASH_SIZE), _lanczos_weights(height, _DHASH_SIZE[1])]
+        [
+            _lanczos_weights(height, _PHASH_SIZE, span),
+            _lanczos_weights(height, _DHASH_SIZE[1], span),
+        ]
     )
     both.flags.writeable = False
     return both
+
+
+def _spans(
+    box: Box | None, width: int, height: int
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The box as (columns, rows) spans; None for an axis the box covers whole."""
+    if box is None:
+        return None, None
+    x0, y0, x1, y1 = box
+    columns = None if (x0, x1) == (0.0, width) else (x0, x1)
+    rows = None if (y0, y1) == (0.0, height) else (y0, y1)
+    return columns, rows
 
 
 # OpenBLAS runs a GEMM on one thread while m * n * k <= 65536 * 4 and splits larger
@@ -355,12 +389,16 @@ def _vertical_first(width: int, height: int, size: tuple[int, int]) -> bool:
 
 
 def _resample(
-    pixels: NDArray[np.float64], size: tuple[int, int], vertical_first: bool
+    pixels: NDArray[np.float64],
+    size: tuple[int, int],
+    vertical_first: bool,
+    box: Box | None = None,
 ) -> NDArray[np.float64]:
     """One Pillow Lanczos resize of float64 pixels (exact 8-bit values) to ``size``."""
     height, width = pixels.shape
-    rows = _lanczos_weights(height, size[1])
-    columns = _lanczos_weights(width, size[0]).T
+    column_span, row_span = _spans(box, width, height)
+    rows = _lanczos_weights(height, size[1], row_span)
+    columns = _lanczos_weights(width, size[0], column_span).T
     if vertical_first:
         return _round_clip(_matmul(_round_clip(_matmul(rows, pixels)), columns))
     return _round_clip(_matmul(rows, _round_clip(_matmul(pixels, columns))))
@@ -379,52 +417,71 @@ def _pillow_pass_order() -> str | None:
     # either side of the rule's boundary for each target. Random pixels, so
     # that the two orders give different results.
     shapes = ((181, 37), (40, 150), (7, 5), (88, 60), (89, 60), (50, 30), (51, 30))
-    probes = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in shapes]
+    probes: list[tuple[NDArray[np.uint8], Box | None]] = [
+        (rng.integers(0, 256, shape, dtype=np.uint8), None) for shape in shapes
+    ]
+    # Fractional boxes, as the reduced decode produces (a partial last block at
+    # either edge), and a box that is not float32-exact.
+    probes += [
+        (rng.integers(0, 256, (94, 125), dtype=np.uint8), (0.0, 0.0, 125.0, 93.75)),
+        (rng.integers(0, 256, (135, 63), dtype=np.uint8), (0.5, 0.0, 63.0, 135.0)),
+        (rng.integers(0, 256, (47, 63), dtype=np.uint8), (0.3, 0.125, 62.7, 46.9)),
+    ]
     for order in ("rule", "horizontal"):
         if all(
             np.array_equal(
-                np.asarray(Image.fromarray(probe).resize(size, _LANCZOS)),
+                np.asarray(Image.fromarray(probe).resize(size, _LANCZOS, box=box)),
                 _resample(
                     probe.astype(np.float64),
                     size,
                     order == "rule" and _vertical_first(probe.shape[1], probe.shape[0], size),
+                    box,
                 ),
             )
-            for probe in probes
+            for probe, box in probes
             for size in ((_PHASH_SIZE, _PHASH_SIZE), _DHASH_SIZE)
         ):
             return order
     return None
 
 
-def _thumbnails(pixels: NDArray[np.uint8]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _thumbnails(
+    pixels: NDArray[np.uint8], box: Box | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The 32 x 32 pHash thumbnail and the 8 x 9 dHash strip, as Pillow's LANCZOS makes them.
 
-    Both as float64 arrays of 8-bit values; bit-identical to
-    ``Image.fromarray(pixels).resize(size, Image.Resampling.LANCZOS)``.
+    ``box`` is the ``(left, top, right, bottom)`` region of ``pixels`` to
+    resample, possibly fractional; None is the whole array. Both results are
+    float64 arrays of 8-bit values, bit-identical to
+    ``Image.fromarray(pixels).resize(size, Image.Resampling.LANCZOS, box=box)``.
     """
     order = _pillow_pass_order()
     if order is None:
         image = Image.fromarray(np.ascontiguousarray(pixels))
         return (
-            np.asarray(image.resize((_PHASH_SIZE, _PHASH_SIZE), _LANCZOS), dtype=np.float64),
-            np.asarray(image.resize(_DHASH_SIZE, _LANCZOS), dtype=np.float64),
+            np.asarray(
+                image.resize((_PHASH_SIZE, _PHASH_SIZE), _LANCZOS, box=box), dtype=np.float64
+            ),
+            np.asarray(image.resize(_DHASH_SIZE, _LANCZOS, box=box), dtype=np.float64),
         )
     height, width = pixels.shape
     source = pixels.astype(np.float64)
+    # Pillow >= 13 picks the pass order from the input and output sizes only,
+    # not from the box (checked empirically, see _pillow_pass_order).
     vertical = order == "rule" and _vertical_first(width, height, (_PHASH_SIZE, _PHASH_SIZE))
     if vertical == (order == "rule" and _vertical_first(width, height, _DHASH_SIZE)):
         # Both targets in one product per pass: the (32 + 8) x (32 + 9) result holds
         # the thumbnail and the strip as its diagonal blocks.
-        rows, columns = _vertical_pair(height), _horizontal_pair(width)
+        column_span, row_span = _spans(box, width, height)
+        rows, columns = _vertical_pair(height, row_span), _horizontal_pair(width, column_span)
         if vertical:
             both = _round_clip(_matmul(_round_clip(_matmul(rows, source)), columns))
         else:
             both = _round_clip(_matmul(rows, _round_clip(_matmul(source, columns))))
         return both[:_PHASH_SIZE, :_PHASH_SIZE], both[_PHASH_SIZE:, _PHASH_SIZE:]
     return (
-        _resample(source, (_PHASH_SIZE, _PHASH_SIZE), vertical),
-        _resample(source, _DHASH_SIZE, not vertical),
+        _resample(source, (_PHASH_SIZE, _PHASH_SIZE), vertical, box),
+        _resample(source, _DHASH_SIZE, not vertical, box),
     )
 
 
@@ -436,9 +493,9 @@ def _pack_bits(bits: NDArray[np.bool_]) -> int:
     return int.from_bytes(np.packbits(bits).tobytes(), "big")
 
 
-def _hashes_from_pixels(pixels: NDArray[np.uint8]) -> tuple[int, int, bool]:
-    """pHash, dHash and the low-information flag of the reduced grey pixels."""
-    thumb, strip = _thumbnails(pixels)
+def _hashes_from_pixels(pixels: NDArray[np.uint8], box: Box | None = None) -> tuple[int, int, bool]:
+    """pHash, dHash and the low-information flag of the reduced grey pixels (within ``box``)."""
+    thumb, strip = _thumbnails(pixels, box)
     # C-contiguous, as the DCT has always been computed: the same BLAS call on
     # the same values gives the same coefficients to the last bit.
     thumb = np.ascontiguousarray(thumb)
@@ -499,12 +556,12 @@ def hash_image(source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     if isinstance(source, Image.Image):
         phash, dhash, low_information = _hashes_from_pixels(
-            grey_from_pil(source, "<in-memory PIL image>", options)
+            *grey_from_pil(source, "<in-memory PIL image>", options)
         )
         digest = _digest_pil(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>")
-        phash, dhash, low_information = _hashes_from_pixels(grey_from_bytes(data, name, options))
+        phash, dhash, low_information = _hashes_from_pixels(*grey_from_bytes(data, name, options))
         digest = _digest_bytes(data) if low_information else 0
     return ImageHashes(phash, dhash, low_information, digest)
 
@@ -520,7 +577,7 @@ _ChunkResult: TypeAlias = "tuple[NDArray[np.uint64], NDArray[np.bool_], dict[int
 def _hash_encoded(source: str | bytes, name: str, options: DecodeOptions) -> _ItemResult:
     try:
         name, data = read_source(source, name)
-        phash, dhash, low_information = _hashes_from_pixels(grey_from_bytes(data, name, options))
+        phash, dhash, low_information = _hashes_from_pixels(*grey_from_bytes(data, name, options))
     except ImageLoadError as exc:
         return exc.reason
     return phash, dhash, low_information, _digest_bytes(data) if low_information else 0
@@ -528,7 +585,7 @@ def _hash_encoded(source: str | bytes, name: str, options: DecodeOptions) -> _It
 
 def _hash_pil(image: Image.Image, name: str, options: DecodeOptions) -> _ItemResult:
     try:
-        phash, dhash, low_information = _hashes_from_pixels(grey_from_pil(image, name, options))
+        phash, dhash, low_information = _hashes_from_pixels(*grey_from_pil(image, name, options))
     except ImageLoadError as exc:
         return exc.reason
     return phash, dhash, low_information, _digest_pil(image) if low_information else 0
@@ -812,10 +869,12 @@ def _summarise_errors(table: HashTable, shown: int = 10) -> str:
     failed = sorted(table.errors)
     listed = "; ".join(f"{table.sources[i]} ({table.errors[i]})" for i in failed[:shown])
     more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""
-    noun = "image" if len(failed) == 1 else "images"
+    # "1 of 8 images", "3 of 8 images": the noun counts the total
+    noun = "image" if len(table.sources) == 1 else "images"
     return (
-        f"{len(failed)} of {len(table.sources)} {noun} could not be read and were left "
-        f"out (valid=False; reasons in HashTable.errors): {listed}{more}."
+        f"{len(failed)} of {len(table.sources)} {noun} could not be read; they are kept "
+        f"without a hash, each with its reason ('error' column, HashTable.errors): "
+        f"{listed}{more}."
     )
 
 

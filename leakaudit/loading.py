@@ -6,18 +6,35 @@ Every hash in leakaudit is defined on the image returned by :func:`load_reduced_
    ``DecodeOptions.max_pixels`` *before* any pixel is decoded, so a decompression
    bomb is a recorded failure, never an out-of-memory kill. Pillow's global
    ``Image.MAX_IMAGE_PIXELS`` is never modified.
-2. The image is decoded at a reduced size: the scale is the largest of
-   8, 4, 2, 1 for which both ``W // scale`` and ``H // scale`` stay
-   ``>= min_side``. JPEGs get this for free from libjpeg's DCT scaling
-   (``Image.draft``), decoding only the luma channel; every other format is
-   fully decoded and box-reduced with :meth:`PIL.Image.Image.reduce` by the
-   same scale, so a PNG and a JPEG copy of one photo hash alike.
+2. The image is decoded at a reduced size: the scale ``s`` is the largest of
+   8, 4, 2, 1 for which both ``W // s`` and ``H // s`` stay ``>= min_side``.
+   JPEGs get this for free from libjpeg's DCT scaling (``Image.draft``),
+   decoding only the luma channel; every other format is fully decoded and
+   box-reduced with :meth:`PIL.Image.Image.reduce` by the same scale, so a PNG
+   and a JPEG copy of one photo hash alike. Both give ``ceil(W / s) x
+   ceil(H / s)`` pixels: when a side is not a multiple of ``s`` the last pixel
+   column/row is a *partial block* (the average of the ``W % s`` / ``H % s``
+   pixels there), which stands for only a fraction of a reduced pixel.
 3. Transparency is flattened onto ``DecodeOptions.background`` (the colour a
    viewer shows), not dropped: pixels hidden under alpha = 0 never reach the hash.
 4. 16-bit and 32-bit greyscale is rescaled to 8 bits (``convert("L")`` would
    clip it to white).
 5. The EXIF orientation is applied last, on the small image, so the hash
    describes the image as displayed.
+
+The hashes are then defined on the reduced image **with the partial block
+weighted by its true area**: the thumbnails are resampled from the box
+``(0, 0, W / s, H / s)`` of the reduced image (Pillow's ``resize(...,
+box=box)``; see :class:`ReducedGrey`), which covers exactly the original
+image. Cropping the partial block instead would shift every hash input by up
+to 1.9% of the image; keeping it at full weight would stretch it. For an
+EXIF-rotated or flipped JPEG the partial block sits at the stored right/bottom
+edge, so the box is mapped through the same transpose (after a 180 degree
+rotation it is fractional at the left/top). Other formats that carry an EXIF
+orientation are transposed *before* the reduction, so their blocks line up
+with the upright image's and an oriented PNG reduces to exactly the pixels of
+the upright PNG. With no reduction (``s = 1``, or sides divisible by ``s``) the
+box is the whole image and the hashes equal ``imagehash``'s.
 
 Only the first frame of an animated GIF/WebP/TIFF is used.
 """
@@ -26,11 +43,12 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TypeAlias, cast
+from typing import NamedTuple, TypeAlias, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,10 +57,31 @@ from PIL import Image, UnidentifiedImageError
 from leakaudit._validation import check_int, describe
 from leakaudit.errors import ImageLoadError
 
-__all__ = ["DecodeOptions", "ImageSource", "load_reduced_grey"]
+__all__ = ["Box", "DecodeOptions", "ImageSource", "ReducedGrey", "load_reduced_grey"]
 
 ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
 """What the loaders accept: a path, the encoded bytes of a file, or a PIL image."""
+
+Box: TypeAlias = "tuple[float, float, float, float]"
+"""A ``(left, top, right, bottom)`` region in pixel coordinates, possibly fractional."""
+
+
+class ReducedGrey(NamedTuple):
+    """The reduced, flattened, upright greyscale pixels and the region the hashes cover.
+
+    Attributes
+    ----------
+    pixels : numpy.ndarray of uint8, shape (height, width)
+        Possibly a read-only, non-contiguous view.
+    box : Box or None
+        The region of ``pixels`` that covers exactly the original image:
+        ``(0, 0, W / s, H / s)``, moved with the EXIF transpose, when the last
+        column/row is a partial block; None when it is the whole array.
+    """
+
+    pixels: NDArray[np.uint8]
+    box: Box | None
+
 
 # EXIF orientation tag value -> the transpose that shows the image upright
 # (the same table as PIL.ImageOps.exif_transpose).
@@ -67,15 +106,16 @@ _ARRAY_TRANSPOSE: dict[Image.Transpose, Callable[[NDArray[np.uint8]], NDArray[np
     Image.Transpose.TRANSPOSE: lambda a: a.T,
     Image.Transpose.TRANSVERSE: lambda a: a[::-1, ::-1].T,
 }
-# For each orientation: whether the stored left column / top row becomes the
-# displayed right / bottom edge (where reduction remainders are dropped).
-_DROP_LEFT_TOP = {
-    2: (True, False),
-    3: (True, True),
-    4: (False, True),
-    6: (False, True),
-    7: (True, True),
-    8: (True, False),
+# The same transposes of a box (left, top, right, bottom) in an array of
+# (width, height) before the transpose: where the region lands afterwards.
+_BOX_TRANSPOSE: dict[Image.Transpose, Callable[[Box, int, int], Box]] = {
+    Image.Transpose.FLIP_LEFT_RIGHT: lambda b, w, h: (w - b[2], b[1], w - b[0], b[3]),
+    Image.Transpose.FLIP_TOP_BOTTOM: lambda b, w, h: (b[0], h - b[3], b[2], h - b[1]),
+    Image.Transpose.ROTATE_90: lambda b, w, h: (b[1], w - b[2], b[3], w - b[0]),
+    Image.Transpose.ROTATE_180: lambda b, w, h: (w - b[2], h - b[3], w - b[0], h - b[1]),
+    Image.Transpose.ROTATE_270: lambda b, w, h: (h - b[3], b[0], h - b[1], b[2]),
+    Image.Transpose.TRANSPOSE: lambda b, w, h: (b[1], b[0], b[3], b[2]),
+    Image.Transpose.TRANSVERSE: lambda b, w, h: (h - b[3], w - b[2], h - b[1], w - b[0]),
 }
 _ALPHA_MODES = frozenset({"RGBA", "LA", "PA", "RGBa", "La"})
 _WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I", "F"})
@@ -154,7 +194,10 @@ def load_reduced_grey(
     -------
     PIL.Image.Image
         A mode ``"L"`` image, reduced by the scale described in
-        :class:`DecodeOptions`, transparency flattened, upright.
+        :class:`DecodeOptions` (``ceil(W / s) x ceil(H / s)``, the last
+        column/row a partial block when a side is not a multiple of ``s``),
+        transparency flattened, upright. The hashes resample the box of it that
+        covers the original image exactly (see the module docstring).
 
     Raises
     ------
@@ -175,10 +218,10 @@ def load_reduced_grey(
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     if isinstance(source, Image.Image):
-        pixels = grey_from_pil(source, "<in-memory PIL image>", options)
+        pixels = grey_from_pil(source, "<in-memory PIL image>", options).pixels
     else:
         name, data = read_source(source, "<in-memory bytes>")
-        pixels = grey_from_bytes(data, name, options)
+        pixels = grey_from_bytes(data, name, options).pixels
     return Image.fromarray(np.ascontiguousarray(pixels))
 
 
@@ -202,6 +245,11 @@ def read_source(source: object, fallback: str) -> tuple[str, bytes]:
     if not isinstance(name, str):
         raise TypeError(f"source must be a str path, not bytes path; got {describe(name)}.")
     try:
+        # Only regular files: opening a named pipe (or a device) named like an image would
+        # block the whole run until a writer appears.
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            kind = "is a directory" if os.path.isdir(name) else "not a regular file"
+            raise ImageLoadError(name, kind)
         with open(name, "rb") as file:
             return name, file.read()
     except FileNotFoundError:
@@ -211,6 +259,8 @@ def read_source(source: object, fallback: str) -> tuple[str, bytes]:
     except PermissionError:
         reason = "is a directory" if os.path.isdir(name) else "permission denied"
         raise ImageLoadError(name, reason) from None
+    except ImageLoadError:
+        raise
     except OSError as exc:
         raise ImageLoadError(name, f"cannot read file: {exc.strerror or exc}") from None
 
@@ -234,11 +284,11 @@ def reduction_scale(width: int, height: int, min_side: int | None) -> int:
     return 1
 
 
-def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> NDArray[np.uint8]:
+def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> ReducedGrey:
     """Decode encoded image bytes to the reduced, flattened, upright greyscale pixels.
 
-    Returns the ``(height, width)`` uint8 array of :func:`load_reduced_grey`'s image;
-    possibly a read-only, non-contiguous view.
+    Returns the ``(height, width)`` uint8 array of :func:`load_reduced_grey`'s image
+    (possibly a read-only, non-contiguous view) and the box the hashes cover.
     """
     if not data:
         raise ImageLoadError(name, "empty file (0 bytes)")
@@ -249,17 +299,17 @@ def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> NDArray[n
             im = Image.open(io.BytesIO(data))
             _check_declared_size(im.size, name, options)
             scale = reduction_scale(im.width, im.height, options.min_side)
-            remainder: tuple[int, int] | None = None
-            drafted_from = im.size
+            drafted_box: Box | None = None
             if im.format in ("JPEG", "MPO"):
                 # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
                 # only the luma plane: the two big savings of the whole pipeline.
                 side = options.min_side or 1
                 drafted = im.draft("L", (side, side) if scale > 1 else None)
                 if drafted is not None:  # None: multi-tile JPEG, reduce after decoding
-                    # libjpeg rounds the size up; the partial last block (the
-                    # remainder) is cropped below, as for the other formats.
-                    remainder = (drafted_from[0] % scale > 0, drafted_from[1] % scale > 0)
+                    # libjpeg rounds the size up, keeping the partial last block;
+                    # draft reports the region covering the original image,
+                    # (0, 0, W / scale, H / scale).
+                    drafted_box = drafted[1]
                     scale = 1
             im.load()
             orientation = _orientation(im) if options.exif_transpose else 1
@@ -277,13 +327,13 @@ def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> NDArray[n
         raise ImageLoadError(name, "out of memory while decoding") from None
     except Exception as exc:  # Pillow raises many types for corrupt files
         raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    return _finish(grey, scale, orientation, remainder)
+    return _finish(grey, scale, orientation, drafted_box)
 
 
-def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> NDArray[np.uint8]:
+def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> ReducedGrey:
     """Apply the same pipeline to an already opened PIL image (never modified).
 
-    Returns pixels as :func:`grey_from_bytes` does; they never share memory with ``image``.
+    Returns what :func:`grey_from_bytes` does; the pixels never share memory with ``image``.
     """
     try:
         _check_declared_size(image.size, name, options)
@@ -300,44 +350,42 @@ def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> NDAr
 
 
 def _finish(
-    grey: Image.Image, scale: int, orientation: int, remainder: tuple[int, int] | None
-) -> NDArray[np.uint8]:
-    """Reduce by ``scale``, then apply the EXIF ``orientation``.
+    grey: Image.Image, scale: int, orientation: int, drafted_box: Box | None
+) -> ReducedGrey:
+    """Reduce by ``scale``, apply the EXIF ``orientation``, and find the hash box.
 
-    When a side is not a multiple of ``scale`` the leftover pixels (``remainder``,
-    one partial block for a drafted JPEG) are dropped rather than averaged into a
-    partial block, and from the side that ends up right/bottom once the image is
-    displayed upright. The reduced image then covers exactly the same pixels
-    whatever the stored orientation, so an EXIF-rotated copy of a PNG hashes
-    exactly like the upright original, and a JPEG like a PNG of the same photo.
+    ``drafted_box`` is the region ``Image.draft`` reported for a JPEG that
+    libjpeg already reduced (``scale`` is then 1); None for everything else.
+    A reduction keeps the partial last block (``Image.reduce`` averages the
+    pixels there) and the box covers the original image exactly, the partial
+    block by its true fraction. For images reduced here, a remainder and an
+    EXIF orientation make the full-size image be transposed first, so the
+    blocks start at the displayed top-left corner as in the upright original;
+    a drafted JPEG's blocks are fixed by libjpeg, so its box is transposed with
+    the pixels instead.
 
-    The crop (when not reducing) and the transpose are numpy views: no copies.
+    The transpose after reducing is a numpy view: no copy.
     """
-    width, height = grey.size
-    if remainder is None:
-        drop_x, drop_y = width % scale, height % scale
-    else:
-        drop_x, drop_y = remainder
-    box = None
-    if drop_x or drop_y:
-        left_x, top_y = _DROP_LEFT_TOP.get(orientation, (False, False))
-        box = (
-            drop_x if left_x else 0,
-            drop_y if top_y else 0,
-            width if left_x else width - drop_x,
-            height if top_y else height - drop_y,
-        )
-    if scale > 1:
-        grey = grey.reduce(scale, box)
-        box = None
+    transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
+    box: Box | None = None
+    if drafted_box is not None:
+        box = drafted_box
+    elif scale > 1:
+        if transpose is not None and (grey.width % scale or grey.height % scale):
+            grey = grey.transpose(transpose)
+            transpose = None
+        width, height = grey.size
+        grey = grey.reduce(scale)
+        box = (0.0, 0.0, width / scale, height / scale)
     # frombuffer(tobytes()) is the cheapest way from a small "L" image to an array.
     pixels = np.frombuffer(grey.tobytes(), dtype=np.uint8).reshape(grey.height, grey.width)
-    if box is not None:
-        pixels = pixels[box[1] : box[3], box[0] : box[2]]
-    transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
+    if box == (0.0, 0.0, float(grey.width), float(grey.height)):
+        box = None
     if transpose is not None:
         pixels = _ARRAY_TRANSPOSE[transpose](pixels)
-    return pixels
+        if box is not None:
+            box = _BOX_TRANSPOSE[transpose](box, grey.width, grey.height)
+    return ReducedGrey(pixels, box)
 
 
 def _check_declared_size(size: tuple[int, int], name: str, options: DecodeOptions) -> None:

@@ -250,11 +250,6 @@ def fifo(tmp_path: Path) -> Iterator[Path]:
     thread.join()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loading.read_source opens a FIFO named like an image and blocks until a "
-    "writer appears (an audit of a folder holding one hangs); reported to the lead",
-)
 def test_a_named_pipe_is_a_recorded_failure_not_a_hang(fifo: Path) -> None:
     start = time.monotonic()
     with warnings.catch_warnings():
