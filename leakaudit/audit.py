@@ -7,13 +7,17 @@ the groups against the splits.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
+from PIL import Image
 
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, hash_sources_cached
@@ -21,6 +25,9 @@ from leakaudit.frames import frame_from_hash_table, group_labels_for_frame, hash
 from leakaudit.hashing import HashTable
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import LeakageReport, dhash_audit
+
+if TYPE_CHECKING:
+    from leakaudit.embedding import EmbeddingStage
 
 __all__ = [
     "AUDIT_METHODS",
@@ -128,6 +135,7 @@ def audit_sources(
     decode: DecodeOptions | None = None,
     extra_parameters: Mapping[str, Any] | None = None,
     cache: CacheSpec = True,
+    embedding: EmbeddingStage | None = None,
 ) -> LeakageReport:
     """Hash, group and audit images given as paths, bytes or PIL images.
 
@@ -142,7 +150,7 @@ def audit_sources(
     names : sequence of str, optional
         What to call each image in the table's ``path`` column (defaults to
         the path, or a description for in-memory images).
-    method, threshold, workers, progress, on_error, decode, cache
+    method, threshold, workers, progress, on_error, decode, cache, embedding
         As in :func:`audit_splits`.
     extra_parameters : mapping, optional
         Recorded in the report's ``parameters``.
@@ -150,7 +158,10 @@ def audit_sources(
     Returns
     -------
     LeakageReport
-        With ``table`` holding one row per image and its ``group_id``.
+        With ``table`` holding one row per image and its ``group_id``. Images
+        whose pHash and dHash both equal another image's also get their
+        ``digest`` (BLAKE2b of the bytes), so the pairs table can tell byte
+        copies (``stage == "exact bytes"``) from re-encodes.
     """
     threshold = resolve_threshold(method, threshold)
     items = list(sources)
@@ -172,14 +183,59 @@ def audit_sources(
         "exif_transpose": options.exif_transpose,
     }
     parameters.update(extra_parameters or {})
-    return audit_hash_table(
+    report = audit_hash_table(
         table,
         labels,
         names=names,
         method=method,
         threshold=threshold,
         extra_parameters=parameters,
+        embedding=embedding,
+        images=items,
     )
+    if report.table is not None:
+        _fill_copy_digests(report.table, table, items)
+    return report
+
+
+# The names hash_sources gives in-memory items: they cannot be reopened from the table.
+_IN_MEMORY_NAME = re.compile(r"<(bytes|PIL image) #\d+>")
+
+
+def _source_digest(source: Any) -> str | None:
+    """BLAKE2b-64 of a source's bytes as 16 hex characters (a PIL image: its mode, size, pixels)."""
+    digest = hashlib.blake2b(digest_size=8)
+    try:
+        if isinstance(source, Image.Image):
+            digest.update(f"{source.mode}{source.size}".encode())
+            digest.update(source.tobytes())
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            digest.update(bytes(source))
+        elif isinstance(source, (str, os.PathLike)):
+            with open(source, "rb") as file:
+                digest.update(file.read())
+        else:
+            return None
+    except (OSError, ValueError):
+        return None
+    return digest.hexdigest()
+
+
+def _fill_copy_digests(frame: pd.DataFrame, table: HashTable, items: Sequence[Any]) -> None:
+    """Fill ``digest`` for rows whose two hashes equal another row's: the only byte-copy candidates.
+
+    Identical bytes decode to identical hashes, so only these rows need reading again; the
+    digest then tells a byte copy from a re-encode in the pairs table. Grouping never uses
+    it (only low-information rows link by digest).
+    """
+    if "digest" not in frame.columns or len(items) != len(frame):
+        return
+    candidates = table.valid & ~np.asarray(table.low_information, dtype=bool)
+    keys = pd.Series(list(zip(table.phash.tolist(), table.dhash.tolist(), strict=True)))
+    shared = keys.duplicated(keep=False).to_numpy() & candidates
+    present = frame["digest"].notna().to_numpy()
+    for row in np.flatnonzero(shared & ~present).tolist():
+        frame.at[row, "digest"] = _source_digest(items[row])
 
 
 def audit_hash_table(
@@ -190,6 +246,8 @@ def audit_hash_table(
     method: str = DEFAULT_METHOD,
     threshold: int | None = None,
     extra_parameters: Mapping[str, Any] | None = None,
+    embedding: EmbeddingStage | None = None,
+    images: Sequence[Any] | None = None,
 ) -> LeakageReport:
     """Group and audit images whose hashes are already computed.
 
@@ -202,8 +260,11 @@ def audit_hash_table(
         Hashes of every image, in row order.
     split : sequence of str or None
         The split of each row.
-    names, method, threshold, extra_parameters
+    names, method, threshold, extra_parameters, embedding
         As in :func:`audit_sources`.
+    images : sequence of path-like, bytes or PIL images, optional
+        The images, for the embedding stage; default ``table.sources``, which
+        works when those are file paths.
 
     Returns
     -------
@@ -227,8 +288,41 @@ def audit_hash_table(
         frame, values, valid, threshold, second=second, second_threshold=threshold
     )
     parameters: dict[str, Any] = {"method": method, "threshold": threshold}
+    embedding_pairs = None
+    if embedding is not None:
+        from leakaudit.embedding import run_embedding_stage
+
+        result = run_embedding_stage(
+            _embedding_sources(table, images),
+            frame["group_id"].to_numpy(dtype=np.int64),
+            np.asarray(table.valid, dtype=bool) & ~frame["low_information"].to_numpy(dtype=bool),
+            embedding,
+        )
+        frame["group_id"] = result.labels
+        embedding_pairs = result.pairs
+        parameters.update(embedding.parameters())
+        parameters["embedded_images"] = result.n_embedded
     parameters.update(extra_parameters or {})
-    return dhash_audit(frame, parameters=parameters)
+    report = dhash_audit(frame, parameters=parameters)
+    report.embedding_pairs = embedding_pairs
+    return report
+
+
+def _embedding_sources(table: HashTable, images: Sequence[Any] | None) -> list[Any]:
+    if images is not None:
+        sources = list(images)
+        if len(sources) != len(table.valid):
+            raise ValueError(
+                f"images must have one image per row (length {len(table.valid)}); "
+                f"got length {len(sources)}."
+            )
+        return sources
+    if any(_IN_MEMORY_NAME.fullmatch(name) for name in table.sources):
+        raise ValueError(
+            "the embedding stage needs the images: table.sources names in-memory images; "
+            "pass them as images=."
+        )
+    return list(table.sources)
 
 
 def audit_splits(
@@ -242,6 +336,7 @@ def audit_splits(
     decode: DecodeOptions | None = None,
     recursive: bool = True,
     cache: CacheSpec = True,
+    embedding: EmbeddingStage | None = None,
 ) -> LeakageReport:
     """Audit dataset splits for near-duplicate leakage in one call.
 
@@ -274,6 +369,12 @@ def audit_splits(
         user cache folder (``$LEAKAUDIT_CACHE_DIR`` overrides it), a path uses
         that folder, False hashes everything afresh. Unchanged files are not
         read again; in-memory images are never cached.
+    embedding : EmbeddingStage, optional
+        The cascade's last step (:mod:`leakaudit.embedding`): embed images with
+        the given model and also link pairs whose cosine similarity reaches
+        ``embedding.similarity``. ``report.table``'s groups are then the union
+        of hash and embedding links, and the pairs table's ``stage`` says
+        which linked each pair.
 
     Returns
     -------
@@ -317,6 +418,7 @@ def audit_splits(
         on_error=on_error,
         decode=decode,
         cache=cache,
+        embedding=embedding,
     )
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "IMAGE_COLUMNS",
     "MATCH_COLUMNS",
     "PAIR_COLUMNS",
+    "PAIR_STAGES",
     "SPLIT_COLUMNS",
     "group_table",
     "image_table",
@@ -67,7 +68,11 @@ PAIR_COLUMNS = [
     "path_b",
     "distance",
     "within_threshold",
+    "stage",
+    "similarity",
 ]
+#: Values of the pairs table's ``stage`` column, cheapest evidence first.
+PAIR_STAGES = ("exact bytes", "hash", "embedding", "transitive")
 GROUP_COLUMNS = [
     "group_id",
     "kind",
@@ -178,10 +183,29 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     transitive, so a group can hold farther pairs). Rows follow the report's
     group order, closest pairs first within a group; ``split_a`` comes before
     ``split_b`` in split order.
+
+    ``stage`` says what links the pair directly, cheapest evidence first:
+    ``"exact bytes"`` (equal ``digest``: byte-identical files, or identical
+    pixels for in-memory images), ``"hash"`` (within the threshold),
+    ``"embedding"`` (cosine similarity at or above the embedding stage's
+    threshold; ``similarity`` holds it) or ``"transitive"`` (no direct link:
+    the two are joined through other members). ``similarity`` is missing
+    unless the embedding stage compared the pair.
     """
     table = _require_table(report)
     columns, valid = table_distances(table, _method(report))
     threshold = _threshold(report)
+    digests = (
+        table["digest"].astype(object).where(table["digest"].notna(), None).to_numpy()
+        if "digest" in table
+        else np.full(len(table), None, dtype=object)
+    )
+    low = (
+        table["low_information"].fillna(False).to_numpy(dtype=bool)
+        if "low_information" in table
+        else np.zeros(len(table), dtype=bool)
+    )
+    similar = _embedding_similarities(report)
     split_rank = {str(s): r for r, s in enumerate(report.images_by_split.index)}
     positions = pd.Series(np.arange(len(table)), index=table.index)
     by_group = positions.groupby(table["group_id"].to_numpy())
@@ -203,6 +227,15 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
 
             found = pairs_within(columns[0][rows], threshold)
             ii, jj = found[:, 0], found[:, 1]
+            member = set(rows.tolist())
+            linked = [p for p in similar if p[0] in member and p[1] in member]
+            if linked:
+                # The embedding stage's pairs in a big group are listed too.
+                position = {int(r): i for i, r in enumerate(rows)}
+                ii = np.concatenate([ii, [position[p[0]] for p in linked]]).astype(np.int64)
+                jj = np.concatenate([jj, [position[p[1]] for p in linked]]).astype(np.int64)
+                unique = np.unique(np.stack([ii, jj], axis=1), axis=0)
+                ii, jj = unique[:, 0], unique[:, 1]
         a, b = rows[ii], rows[jj]
         cross = splits[a] != splits[b]
         a, b = a[cross], b[cross]
@@ -212,9 +245,13 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
         swap = rank_b < rank_a
         a, b = np.where(swap, b, a), np.where(swap, a, b)
         distance = _distance(columns, a, b)
+        similarity = np.array(
+            [similar.get((min(x, y), max(x, y)), np.nan) for x, y in zip(a, b, strict=True)],
+            dtype=np.float64,
+        )
         keep = np.ones(len(a), dtype=bool)
         if len(rows) > _ALL_PAIRS_MAX_MEMBERS and threshold is not None:
-            keep = distance <= threshold
+            keep = (distance <= threshold) | ~np.isnan(similarity)
         part = pd.DataFrame(
             {
                 "group_id": group_id,
@@ -223,6 +260,8 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
                 "split_b": splits[b],
                 "path_b": paths[b],
                 "distance": distance,
+                "stage": _pair_stages(a, b, distance, threshold, digests, low, similarity),
+                "similarity": similarity,
             }
         )[keep]
         frames.append(part.sort_values("distance", kind="stable"))
@@ -235,6 +274,40 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     )
     result: pd.DataFrame = pairs[PAIR_COLUMNS]
     return result
+
+
+def _embedding_similarities(report: LeakageReport) -> dict[tuple[int, int], float]:
+    """``(row_a, row_b) -> cosine`` for the pairs the embedding stage linked (``row_a < row_b``)."""
+    pairs = getattr(report, "embedding_pairs", None)
+    if pairs is None or len(pairs) == 0:
+        return {}
+    low = np.minimum(pairs["row_a"].to_numpy(dtype=np.int64), pairs["row_b"].to_numpy(np.int64))
+    high = np.maximum(pairs["row_a"].to_numpy(dtype=np.int64), pairs["row_b"].to_numpy(np.int64))
+    values = pairs["similarity"].to_numpy(dtype=np.float64)
+    return {(int(x), int(y)): float(v) for x, y, v in zip(low, high, values, strict=True)}
+
+
+def _pair_stages(
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+    distance: NDArray[np.int64],
+    threshold: int | None,
+    digests: NDArray[Any],
+    low: NDArray[np.bool_],
+    similarity: NDArray[np.float64],
+) -> NDArray[Any]:
+    """The cheapest stage that links each pair directly (see :func:`pair_table`)."""
+    stage = np.full(len(a), "transitive", dtype=object)
+    stage[~np.isnan(similarity)] = "embedding"
+    if threshold is not None:
+        # Low-information rows never link by hash, only by identical bytes.
+        stage[(distance <= threshold) & ~low[a] & ~low[b]] = "hash"
+    same_bytes = np.array(
+        [digests[x] is not None and digests[x] == digests[y] for x, y in zip(a, b, strict=True)],
+        dtype=bool,
+    )
+    stage[same_bytes] = "exact bytes"
+    return stage
 
 
 def group_table(report: LeakageReport) -> pd.DataFrame:

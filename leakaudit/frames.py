@@ -30,7 +30,7 @@ Table columns
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ __all__ = [
     "find_duplicate_groups",
     "frame_from_hash_table",
     "hash_values_from_frame",
+    "merge_group_labels",
 ]
 
 ImageSource = Any  # str | os.PathLike[str] | bytes | PIL.Image.Image
@@ -393,3 +394,29 @@ def group_labels_for_frame(
             yield from _exact_key_edges(hash_df[key_column].tolist(), low)
 
     return connected_component_labels(n, edges())
+
+
+def merge_group_labels(
+    labels: NDArray[np.int64], extra_edges: Iterable[NDArray[np.int64]]
+) -> NDArray[np.int64]:
+    """Join groups linked by ``extra_edges`` (pairs of rows) to the groups in ``labels``.
+
+    Used by the embedding stage: its pairs are unioned with the hash groups,
+    transitively. The result is compact and numbered in order of first
+    appearance, like :func:`find_duplicate_groups`'s ``group_id``.
+
+    Examples
+    --------
+    >>> merge_group_labels(np.array([0, 0, 1, 2]), [np.array([[1, 3]])]).tolist()
+    [0, 0, 1, 0]
+    """
+    codes = np.asarray(labels, dtype=np.int64)
+
+    def edges() -> Iterator[NDArray[np.int64]]:
+        yield from _shared_code_edges(codes, np.ones(len(codes), dtype=bool))
+        for chunk in extra_edges:
+            pairs = np.asarray(chunk, dtype=np.int64).reshape(-1, 2)
+            if pairs.size:
+                yield pairs
+
+    return connected_component_labels(len(codes), edges())

@@ -72,6 +72,13 @@ class LeakageReport:
         How the audit was made (method, threshold, ...).
     table : pandas.DataFrame
         The grouped table the audit was computed from.
+    embedding_pairs : pandas.DataFrame or None
+        When the audit ran the embedding stage (:mod:`leakaudit.embedding`):
+        the pairs it linked, columns ``row_a, row_b, similarity,
+        joined_groups`` (positions in ``table``; ``joined_groups`` is False
+        where the hash stage had linked them already); None otherwise. The
+        pairs table (``pair_table``) turns them into its ``stage`` and
+        ``similarity`` columns.
     """
 
     leaked_groups: pd.DataFrame
@@ -84,6 +91,7 @@ class LeakageReport:
     n_low_information: int = 0
     parameters: dict[str, Any] = field(default_factory=dict)
     table: pd.DataFrame | None = field(default=None, repr=False)
+    embedding_pairs: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
     def has_leakage(self) -> bool:
@@ -124,6 +132,7 @@ class LeakageReport:
                 f"{split!s:<{width}}  {count:>7}  {leaked.get(split, 0):>7}  "
                 f"{self.pct_leaked_by_split.get(split, 0.0):>8.2f}"
             )
+        embedded = self._embedding_group_ids()
         if self.has_leakage:
             lines.append("")
             lines.append("Leaked groups (largest first):")
@@ -132,6 +141,8 @@ class LeakageReport:
                     "" if _is_missing(row.max_distance) else f", spread {row.max_distance} bits"
                 )
                 flag = ", LOW-INFORMATION (blank/flat images)" if row.low_information else ""
+                if row.group_id in embedded:
+                    flag += ", joined by the embedding stage"
                 lines.append(
                     f"  group {row.group_id}: {row.n_members} images "
                     f"[{row.members_by_split}]{spread}{flag}"
@@ -155,6 +166,16 @@ class LeakageReport:
             lines.append("")
             lines.extend(f"Note: {text}." for text in extras)
         return "\n".join(lines)
+
+    def _embedding_group_ids(self) -> set[Any]:
+        """Groups the embedding stage joined (a pair the hash stage had in different groups)."""
+        pairs = self.embedding_pairs
+        if pairs is None or self.table is None or len(pairs) == 0:
+            return set()
+        if "joined_groups" in pairs.columns:
+            pairs = pairs[pairs["joined_groups"].astype(bool)]
+        group = self.table["group_id"].to_numpy()
+        return set(group[pairs["row_a"].to_numpy(dtype=np.int64)].tolist())
 
     def _member_lines(self, group_id: int, limit: int = 4) -> list[str]:
         if self.table is None or "path" not in self.table.columns:

@@ -26,7 +26,13 @@ def test_readme_starts_with_two_commands_and_ci_runs_the_test_one() -> None:
 
 @pytest.mark.parametrize(
     "script",
-    ["seed_workflow.py", "training_guard.py", "torchvision_audit.py", "huggingface_audit.py"],
+    [
+        "seed_workflow.py",
+        "training_guard.py",
+        "torchvision_audit.py",
+        "huggingface_audit.py",
+        "embedding_cascade.py",
+    ],
 )
 def test_examples_run(script: str) -> None:
     result = subprocess.run(
