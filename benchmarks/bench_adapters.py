@@ -165,15 +165,33 @@ def bench_huggingface(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20000, help="images to generate (default 20000)")
-    parser.add_argument("--size", type=int, nargs=2, default=(160, 120), metavar=("W", "H"),
-                        help="image size (default 160 120)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="hashing processes for both sides (default: all cores)")
-    parser.add_argument("--num-proc", type=int, default=None,
-                        help="Dataset.map processes for the HF audit (default: one)")
+    parser.add_argument(
+        "--size",
+        type=int,
+        nargs=2,
+        default=(160, 120),
+        metavar=("W", "H"),
+        help="image size (default 160 120)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="hashing processes for both sides (default: all cores)",
+    )
+    parser.add_argument(
+        "--num-proc",
+        type=int,
+        default=None,
+        help="Dataset.map processes for the HF audit (default: one)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per side (best kept)")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where to write the images (default: a temporary folder, removed)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="where to write the images (default: a temporary folder, removed)",
+    )
     parser.add_argument("--skip-hf", action="store_true", help="skip the Hugging Face part")
     args = parser.parse_args(argv)
     try:
@@ -189,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         start = time.perf_counter()
         splits = generate_folders(workdir / "folders", args.n, tuple(args.size))
-        print(f"generated {args.n} images in {time.perf_counter() - start:.1f}s under {workdir}",
-              file=sys.stderr)
+        print(
+            f"generated {args.n} images in {time.perf_counter() - start:.1f}s under {workdir}",
+            file=sys.stderr,
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # LargeGroupWarning etc. are not the point here
             results: dict[str, Any] = {"n": args.n, "workers": args.workers}
@@ -204,18 +224,26 @@ def main(argv: list[str] | None = None) -> int:
     tv = results["torchvision"]
     print(f"torchvision ImageFolder, {tv['images']} images (best of {args.repeats}):")
     print(f"  core audit_splits              {tv['core_s']:8.3f} s")
-    print(f"  adapter audit_datasets         {tv['adapter_s']:8.3f} s  "
-          f"({tv['overhead_pct']:+.1f}%, target < +10%)")
-    print(f"  adapter incl. ImageFolder()    {tv['adapter_with_imagefolder_s']:8.3f} s  "
-          f"({tv['overhead_with_imagefolder_pct']:+.1f}%)")
+    print(
+        f"  adapter audit_datasets         {tv['adapter_s']:8.3f} s  "
+        f"({tv['overhead_pct']:+.1f}%, target < +10%)"
+    )
+    print(
+        f"  adapter incl. ImageFolder()    {tv['adapter_with_imagefolder_s']:8.3f} s  "
+        f"({tv['overhead_with_imagefolder_pct']:+.1f}%)"
+    )
     if "huggingface" in results:
         hf = results["huggingface"]
         print(f"Hugging Face, disk-backed DatasetDict, {hf['images']} images:")
         print(f"  first audit                    {hf['first_s']:8.3f} s")
-        print(f"  second audit (datasets cache)  {hf['second_s']:8.3f} s  "
-              f"({hf['speedup']:.1f}x faster, target >= 10x)")
-        print(f"  of which hashing: first        {hf['hash_first_s']:8.3f} s, cached "
-              f"{hf['hash_second_s']:.3f} s ({hf['hash_speedup']:.1f}x)")
+        print(
+            f"  second audit (datasets cache)  {hf['second_s']:8.3f} s  "
+            f"({hf['speedup']:.1f}x faster, target >= 10x)"
+        )
+        print(
+            f"  of which hashing: first        {hf['hash_first_s']:8.3f} s, cached "
+            f"{hf['hash_second_s']:.3f} s ({hf['hash_speedup']:.1f}x)"
+        )
         print(f"  grouping + report (the core)   {hf['grouping_and_report_s']:8.3f} s")
     print(json.dumps(results))
     return 0

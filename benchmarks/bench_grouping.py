@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"faiss {faiss.__version__}, {faiss.omp_get_max_threads()} threads; numpy "
-        f"{np.__version__}; ours single-threaded. '~' = extrapolated from "
+        f"{np.__version__}; ours on up to 2 threads. '~' = extrapolated from "
         f"{args.queries} sampled queries."
     )
     header = (

@@ -12,7 +12,11 @@ answer, exactly, much faster on large inputs:
    with a direct-address table for bands up to 24 bits); candidates are the members of a bucket and
    of the buckets reached by flipping at most ``r_i`` key bits; every candidate is verified by
    popcount. A flip mask is probed only from keys where its highest bit is clear, so each pair of
-   buckets is visited once, never in both directions.
+   buckets is visited once, never in both directions. In narrow bands the hashes of small buckets
+   probe one by one, many flip masks per numpy call (a block of hashes x masks keys), and a
+   single-member partner is verified in the same pass from a compact array of bucket hashes;
+   larger buckets probe as buckets. Blocks run on two threads (numpy releases the GIL in its
+   loops) and their results are taken in order, so the output does not depend on timing.
 3. Each pair is emitted by exactly one band: the first band within its radius. Later bands re-find
    it as a candidate and drop it, so no global de-duplication (no set of all pairs) is ever needed.
 4. The band layout (number of bands, radii, and which bits form each band) is chosen per input by a
@@ -21,16 +25,20 @@ answer, exactly, much faster on large inputs:
    layout that is optimal for random data can produce orders of magnitude more candidates. The
    model counts, on sampled pairs, how often each band would make a candidate, adds the probing
    cost, and falls back to the chunked brute force when banding would not pay (tiny inputs, large
-   thresholds).
+   thresholds). Widths may be uneven (e.g. 22, 22, 20 bits at radii 3, 3, 2 for ``t = 10``): the
+   widest bands take the largest radii.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,6 +53,14 @@ _BITS = 64
 _BLOCK_ELEMENTS = 1 << 22
 # Bands this wide or narrower use a direct-address table (2**24 int32 = 64 MB at most).
 _DIRECT_TABLE_MAX_BITS = 24
+# Probed keys per numpy call: flip masks sharing a top bit are batched up to this many keys.
+_PROBE_ELEMENTS = 1 << 18
+# Candidate pairs per verification window: small enough that the window's arrays stay in cache.
+_WINDOW_ELEMENTS = 1 << 18
+# Threads for the probing (numpy releases the GIL in its loops); results stay in order.
+_THREADS = min(2, os.cpu_count() or 1)
+# Buckets of at most this many members probe member by member (see _band_pairs).
+_PER_MEMBER_MAX = 4
 _SAMPLE_SIZE = 1024
 _GREEDY_SAMPLE_SIZE = 128
 # Rough cost of choose_plan's sampling and greedy layouts, in seconds.
@@ -385,8 +401,18 @@ def _search(
     covered = sum(r + 1 for r in plan.radii)
     if covered <= threshold:
         raise ValueError(f"plan covers distance < {covered}; threshold {threshold} needs more.")
-    for index in range(len(plan.band_masks)):
-        yield from _band_pairs(unique, threshold, plan, index, components)
+    if _THREADS <= 1:
+        for index in range(len(plan.band_masks)):
+            yield from _band_pairs(unique, threshold, plan, index, components)
+        return
+    # Each band's keys are sorted on a second thread while the previous band is searched.
+    with ThreadPoolExecutor(max_workers=1) as ahead:
+        sorted_band = ahead.submit(_sort_band, unique, plan.band_masks[0])
+        for index in range(len(plan.band_masks)):
+            current = sorted_band
+            if index + 1 < len(plan.band_masks):
+                sorted_band = ahead.submit(_sort_band, unique, plan.band_masks[index + 1])
+            yield from _band_pairs(unique, threshold, plan, index, components, current)
 
 
 def _brute_unique_pairs(
@@ -428,6 +454,20 @@ def band_keys(unique: NDArray[np.uint64], mask: int) -> NDArray[np.uint64]:
     return keys
 
 
+def _deposit_bits(keys: NDArray[np.uint64], mask: int) -> NDArray[np.uint64]:
+    """Inverse of :func:`band_keys`: spread key bit k to the k-th set bit of ``mask``."""
+    bits = _mask_bits(mask)
+    octets = keys.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
+    values = np.zeros(keys.size, dtype=np.uint64)
+    byte_values = np.arange(256, dtype=np.uint64)
+    for byte in range((len(bits) + 7) // 8):
+        lookup = np.zeros(256, dtype=np.uint64)
+        for source, dest in enumerate(bits[8 * byte : 8 * byte + 8]):
+            lookup |= ((byte_values >> np.uint64(source)) & np.uint64(1)) << np.uint64(dest)
+        values |= lookup[octets[:, byte]]
+    return values
+
+
 def _flip_masks_by_top_bit(width: int, radius: int) -> list[NDArray[np.uint64]]:
     """For each key bit ``h``, the flip masks of 1..radius bits whose highest set bit is ``h``."""
     by_top: list[NDArray[np.uint64]] = []
@@ -446,6 +486,8 @@ def _concat_ranges(start: NDArray[np.int64], length: NDArray[np.int64]) -> NDArr
     One ``cumsum`` over a vector of ones with a jump written at each range's first slot: no
     division or modulo, and every pass is sequential.
     """
+    if length.size == 0:
+        return np.zeros(0, dtype=np.int64)
     step = np.ones(int(length.sum()), dtype=np.int64)
     offsets = np.cumsum(length) - length
     step[0] = start[0]
@@ -464,14 +506,14 @@ def _range_pairs(
 
     Positions index ``sorted_hashes`` (hashes in band-key order), so the right-hand sides of a
     range are contiguous in memory and the left-hand hash is repeated rather than gathered.
-    Windows hold about :data:`_BLOCK_ELEMENTS` candidates; longer ranges are cut first.
+    Windows hold about :data:`_WINDOW_ELEMENTS` candidates; longer ranges are cut first.
     """
     keep = length > 0
     if not keep.all():
         left, start, length = left[keep], start[keep], length[keep]
     if left.size == 0:
         return
-    window = _BLOCK_ELEMENTS
+    window = _WINDOW_ELEMENTS
     if int(length.max()) > window:
         pieces = (length + window - 1) // window
         owner = np.repeat(np.arange(length.size), pieces)
@@ -499,21 +541,63 @@ def _range_pairs(
         first = last
 
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _map_ordered(function: Callable[..., _R], tasks: Iterator[tuple[Any, ...]]) -> Iterator[_R]:
+    """``function(*task)`` for each task, in order, on up to :data:`_THREADS` threads.
+
+    numpy releases the GIL inside its array loops, so blocks of probing overlap on two cores.
+    Results come back in task order, whatever the timing, so the output stays deterministic;
+    at most ``2 * _THREADS`` tasks are in flight, which bounds the memory held by results.
+    """
+    if _THREADS <= 1:
+        for task in tasks:
+            yield function(*task)
+        return
+    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+        pending: deque[Future[_R]] = deque()
+        for task in tasks:
+            pending.append(pool.submit(function, *task))
+            if len(pending) >= 2 * _THREADS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def _sort_band(
+    unique: NDArray[np.uint64], mask: int
+) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
+    """Return the stable order of the hashes by band key, and the sorted keys."""
+    n = unique.size
+    keys = band_keys(unique, mask)
+    if bin(mask).count("1") <= 32 and n < 2**32:
+        # Key and position packed into one word: a plain sort of it is a stable argsort, and
+        # faster (numpy's vectorised sort of uint64) than argsort itself.
+        keys <<= np.uint64(32)
+        keys |= np.arange(n, dtype=np.uint64)
+        keys.sort()
+        order = (keys & np.uint64(0xFFFF_FFFF)).astype(np.int64)
+        keys >>= np.uint64(32)
+        return order, keys
+    order = np.argsort(keys, kind="stable").astype(np.int64)
+    return order, keys[order]
+
+
 def _band_pairs(
     unique: NDArray[np.uint64],
     t: int,
     plan: SearchPlan,
     index: int,
     components: Components | None,
+    sorted_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     mask = plan.band_masks[index]
     radius = plan.radii[index]
     width = bin(mask).count("1")
     n = unique.size
-    keys = band_keys(unique, mask)
-    order = np.argsort(keys, kind="stable").astype(np.int64)
-    sorted_keys = keys[order]
-    del keys
+    order, sorted_keys = sorted_band.result() if sorted_band else _sort_band(unique, mask)
     boundary = np.empty(n, dtype=np.bool_)
     boundary[0] = True
     np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
@@ -553,78 +637,171 @@ def _band_pairs(
             yield order[p], order[q]
 
     # Pairs inside a bucket (band distance 0): each position with the rest of its bucket.
-    if bool((counts > 1).any()):
+    shared = np.flatnonzero(counts > 1)
+    if shared.size:
         refresh()
-        positions = np.arange(n, dtype=np.int64)
-        later = np.repeat(starts + counts, counts) - positions - 1
         if components is not None:
-            later *= np.repeat(bucket_component < 0, counts)
+            shared = shared[bucket_component[shared] < 0]
+    if shared.size:
+        positions = _concat_ranges(starts[shared], counts[shared])
+        later = np.repeat(starts[shared] + counts[shared], counts[shared]) - positions - 1
         for p, q in _range_pairs(sorted_hashes, positions, positions + 1, later, t):
             yield from emit(p, q)
         del positions, later
+    del shared
     if radius == 0:
         return
 
     # Pairs of buckets whose keys differ by a flip mask of 1..radius bits.
     bucket_count = bucket_keys.size
-    if width <= _DIRECT_TABLE_MAX_BITS:
-        table = np.full(1 << width, -1, dtype=np.int32 if bucket_count < 2**31 else np.int64)
-        table[bucket_keys] = np.arange(bucket_count)
+    key_dtype = np.uint32 if width <= 32 else np.uint64
+    first_hash = sorted_hashes[starts]  # single-member buckets are verified from this
+    compact_keys = bucket_keys.astype(key_dtype)
+    del bucket_keys
 
-        def lookup(query: NDArray[np.uint64]) -> NDArray[np.int64]:
-            return table[query].astype(np.int64, copy=False)
+    def bucket_pairs(
+        bucket_a: NDArray[np.int64], bucket_b: NDArray[np.int64]
+    ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        if components is not None:
+            refresh()
+            component_a = bucket_component[bucket_a]
+            apart = (component_a < 0) | (component_a != bucket_component[bucket_b])
+            if not apart.all():
+                bucket_a, bucket_b = bucket_a[apart], bucket_b[apart]
+            if bucket_a.size == 0:
+                return
+        count_a = counts[bucket_a]
+        count_b = counts[bucket_b]
+        single = (count_a == 1) & (count_b == 1)
+        if single.any():
+            sa, sb = bucket_a[single], bucket_b[single]
+            close = np.flatnonzero(np.bitwise_count(first_hash[sa] ^ first_hash[sb]) <= t)
+            if close.size:
+                yield from emit(starts[sa[close]], starts[sb[close]])
+            if single.all():
+                return
+            many = ~single
+            bucket_a, bucket_b = bucket_a[many], bucket_b[many]
+            count_a, count_b = count_a[many], count_b[many]
+        # Each member of bucket a against the whole (contiguous) bucket b.
+        left = _concat_ranges(starts[bucket_a], count_a)
+        for p, q in _range_pairs(
+            sorted_hashes,
+            left,
+            np.repeat(starts[bucket_b], count_a),
+            np.repeat(count_b, count_a),
+            t,
+        ):
+            yield from emit(p, q)
 
-    else:
-
-        def lookup(query: NDArray[np.uint64]) -> NDArray[np.int64]:
-            found = np.searchsorted(bucket_keys, query).astype(np.int64)
+    flips_by_top = _flip_masks_by_top_bit(width, radius)
+    if width > _DIRECT_TABLE_MAX_BITS:
+        # Wide bands: bucket keys are found by binary search.
+        def lookup(query: NDArray[np.unsignedinteger]) -> NDArray[np.int64]:
+            found = np.searchsorted(compact_keys, query).astype(np.int64)
             found[found == bucket_count] = 0
-            found[bucket_keys[found] != query] = -1
+            found[compact_keys[found] != query] = -1
             return found
 
-    for top, flips in enumerate(_flip_masks_by_top_bit(width, radius)):
-        # Probe only from buckets whose key has the mask's top bit clear: the partner then has it
-        # set, so each unordered pair of buckets is met once.
-        probe = np.flatnonzero((bucket_keys >> np.uint64(top)) & np.uint64(1) == 0)
-        probe_keys = bucket_keys[probe]
-        for flip in flips:
-            partner = lookup(probe_keys ^ flip)
-            hit = np.flatnonzero(partner >= 0)
-            if hit.size == 0:
-                continue
-            bucket_a = probe[hit]
-            bucket_b = partner[hit]
-            if components is not None:
-                refresh()
-                component_a = bucket_component[bucket_a]
-                apart = (component_a < 0) | (component_a != bucket_component[bucket_b])
-                bucket_a, bucket_b = bucket_a[apart], bucket_b[apart]
-                if bucket_a.size == 0:
-                    continue
-            count_a = counts[bucket_a]
-            count_b = counts[bucket_b]
-            single = (count_a == 1) & (count_b == 1)
-            if single.any():
-                p = starts[bucket_a[single]]
-                q = starts[bucket_b[single]]
-                close = np.bitwise_count(sorted_hashes[p] ^ sorted_hashes[q]) <= t
-                if close.any():
-                    yield from emit(p[close], q[close])
-                if single.all():
-                    continue
-                many = ~single
-                bucket_a, bucket_b = bucket_a[many], bucket_b[many]
-                count_a, count_b = count_a[many], count_b[many]
-            # Each member of bucket a against the whole (contiguous) bucket b.
-            left = _concat_ranges(starts[bucket_a], count_a)
+        for top, flips in enumerate(flips_by_top):
+            # Probe only from buckets whose key has the mask's top bit clear: the partner then
+            # has it set, so each unordered pair of buckets is met once.
+            probe = np.flatnonzero((compact_keys >> key_dtype(top)) & key_dtype(1) == 0)
+            probe_keys = compact_keys[probe]
+            for flip in flips.astype(key_dtype).tolist() if probe.size else []:
+                partner = lookup(probe_keys ^ key_dtype(flip))
+                hit = np.flatnonzero(partner >= 0)
+                if hit.size:
+                    yield from bucket_pairs(probe[hit], partner[hit])
+        return
+
+    # Narrow bands: a direct-address table from key to bucket, written -1 for an empty slot,
+    # the bucket for a small bucket (at most _PER_MEMBER_MAX members) and -2 - bucket for a
+    # larger one.
+    small = counts <= _PER_MEMBER_MAX
+    table = np.full(1 << width, -1, dtype=np.int32 if bucket_count < 2**30 else np.int64)
+    code = np.arange(bucket_count, dtype=table.dtype)
+    table[compact_keys] = np.where(small, code, -2 - code)
+    del code
+    is_single = counts == 1
+
+    # Members of small buckets (nearly all hashes of uniform data) probe one by one for small
+    # partner buckets, from keys with the mask's top bit clear, so each pair is met once. A
+    # single-member partner is verified at once; a small one is expanded. Masks sharing a top
+    # bit are probed together, a block of (hashes x masks) keys per numpy call.
+    small_bucket = np.flatnonzero(small)
+    member_bucket = np.repeat(small_bucket, counts[small_bucket])
+    members = _concat_ranges(starts[small_bucket], counts[small_bucket])
+    member_keys = compact_keys[member_bucket]
+    del small_bucket
+    member_hashes = sorted_hashes[members]
+
+    def probe_block(
+        chosen: NDArray[np.int64], masks: NDArray[np.unsignedinteger]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+        """Probe members ``chosen`` with ``masks``: close single partners, then small ones."""
+        query = member_keys[chosen][:, None] ^ masks[None, :]
+        partner = table[query.reshape(-1)]
+        del query
+        hit = np.flatnonzero(partner >= 0)
+        found = partner[hit].astype(np.int64)
+        del partner
+        row = chosen[hit // masks.size]
+        del hit
+        one = is_single[found]
+        close = one & (np.bitwise_count(member_hashes[row] ^ first_hash[found]) <= t)
+        return row[close], found[close], row[~one], found[~one]
+
+    def blocks() -> Iterator[tuple[NDArray[np.int64], NDArray[np.unsignedinteger]]]:
+        for top, flips in enumerate(flips_by_top):
+            chosen = np.flatnonzero((member_keys >> key_dtype(top)) & key_dtype(1) == 0)
+            masks = np.sort(flips).astype(key_dtype)
+            step = max(1, _PROBE_ELEMENTS // masks.size)
+            for k0 in range(0, chosen.size, step):
+                yield chosen[k0 : k0 + step], masks
+
+    for row, found, row_small, found_small in _map_ordered(probe_block, blocks()):
+        if components is not None:  # skip pairs already in one group
+            refresh()
+            own = bucket_component[member_bucket[row]]
+            apart = (own < 0) | (own != bucket_component[found])
+            row, found = row[apart], found[apart]
+            own = bucket_component[member_bucket[row_small]]
+            apart = (own < 0) | (own != bucket_component[found_small])
+            row_small, found_small = row_small[apart], found_small[apart]
+        if row.size:
+            yield from emit(members[row], starts[found])
+        if row_small.size:
             for p, q in _range_pairs(
-                sorted_hashes,
-                left,
-                np.repeat(starts[bucket_b], count_a),
-                np.repeat(count_b, count_a),
-                t,
+                sorted_hashes, members[row_small], starts[found_small], counts[found_small], t
             ):
                 yield from emit(p, q)
+
+    # Larger buckets probe every mask in both directions (small buckets skip them as partners);
+    # a larger partner is kept from the lower-numbered side only. Their pairs go through
+    # bucket_pairs, which expands them, or skips them when grouping and both buckets already
+    # share a group.
+    large = np.flatnonzero(~small)
+    if large.size == 0:
+        return
+    flips_all = np.concatenate(flips_by_top).astype(key_dtype)
+    large_keys = compact_keys[large]
+    step = max(1, _PROBE_ELEMENTS // large.size)
+    for f0 in range(0, flips_all.size, step):
+        query = large_keys[None, :] ^ flips_all[f0 : f0 + step, None]
+        partner = table[query.reshape(-1)]
+        del query
+        hit = np.flatnonzero(partner != -1)
+        if hit.size == 0:
+            continue
+        found = partner[hit].astype(np.int64)
+        column = hit % large.size
+        del partner, hit
+        larger = found < 0
+        found[larger] = -2 - found[larger]
+        keep = ~larger | (found > large[column])
+        if keep.any():
+            yield from bucket_pairs(large[column[keep]], found[keep])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -634,6 +811,24 @@ def _band_pairs(
 def _even_widths(bands: int) -> list[int]:
     base, extra = divmod(_BITS, bands)
     return [base + 1] * extra + [base] * (bands - extra)
+
+
+def _width_choices(bands: int) -> list[list[int]]:
+    """Band widths to try, widest first (the widest bands get the larger radii).
+
+    Even widths, and for up to four bands also uneven ones (each within two bits of even): a
+    wider band makes fewer candidates at the same radius, which can pay for a narrower one at a
+    smaller radius.
+    """
+    even = _even_widths(bands)
+    if bands > 4:
+        return [even]
+    low, high = min(even) - 2, max(even) + 2
+    choices = [even]
+    for widths in itertools.combinations_with_replacement(range(high, low - 1, -1), bands):
+        if sum(widths) == _BITS and list(widths) != even:
+            choices.append(list(widths))
+    return choices
 
 
 def _contiguous_masks(widths: list[int]) -> list[int]:
@@ -706,11 +901,13 @@ def choose_plan(
 ) -> SearchPlan:
     """Pick the cheapest exact search plan for these distinct hashes by a sampled cost model.
 
-    Candidate plans: 2 to ``threshold + 1`` bands of even width, with contiguous, strided or
-    greedily chosen bits, and the brute force. Each band's candidate count is estimated from the
-    fraction of sampled pairs it would make candidates (never below the uniform-random rate), and
-    its probing cost from the number of flip masks and keys. When the brute force is estimated to
-    take less than ``planning_seconds`` (what planning itself costs), it is chosen without planning.
+    Candidate plans: 2 to ``threshold + 1`` bands of even width (and, up to four bands, uneven
+    widths within two bits of even, the widest bands taking the largest radii), with
+    contiguous, strided or greedily chosen bits, and the brute force. Each band's candidate
+    count is estimated from the fraction of sampled pairs it would make candidates (never below
+    the uniform-random rate), and its probing cost from the number of flip masks and keys. When
+    the brute force is estimated to take less than ``planning_seconds`` (what planning itself
+    costs), it is chosen without planning.
 
     Examples
     --------
@@ -753,21 +950,22 @@ def choose_plan(
         return cost * 1e-9
 
     best = brute
-    cheapest_by_bands: dict[int, float] = {}
+    cheapest_by_bands: dict[int, tuple[float, list[int]]] = {}
     for bands in range(2, min(threshold + 1, 8) + 1):
-        widths = _even_widths(bands)
-        radii = _radii(widths, threshold)
-        for masks in dict.fromkeys(
-            [tuple(_contiguous_masks(widths)), tuple(_strided_masks(widths))]
-        ):
-            seconds = plan_cost(masks, radii)
-            cheapest_by_bands[bands] = min(seconds, cheapest_by_bands.get(bands, math.inf))
-            if seconds < best.estimated_seconds:
-                best = SearchPlan(masks, tuple(radii), seconds)
+        for widths in _width_choices(bands):
+            radii = _radii(widths, threshold)
+            for masks in dict.fromkeys(
+                [tuple(_contiguous_masks(widths)), tuple(_strided_masks(widths))]
+            ):
+                seconds = plan_cost(masks, radii)
+                if seconds < cheapest_by_bands.get(bands, (math.inf, widths))[0]:
+                    cheapest_by_bands[bands] = (seconds, widths)
+                if seconds < best.estimated_seconds:
+                    best = SearchPlan(masks, tuple(radii), seconds)
     # The greedy bit choice is the costly part of planning: try it only for the two band counts
     # that the simple layouts rate best (it refines which bits go together, not how many bands).
-    for bands in sorted(cheapest_by_bands, key=cheapest_by_bands.__getitem__)[:2]:
-        widths = _even_widths(bands)
+    for bands in sorted(cheapest_by_bands, key=lambda b: cheapest_by_bands[b][0])[:2]:
+        widths = cheapest_by_bands[bands][1]
         radii = _radii(widths, threshold)
         masks = tuple(_greedy_masks(differ, widths))
         seconds = plan_cost(masks, radii)

@@ -191,12 +191,17 @@ def test_clean_moves_groups_and_preserves_features(dataset_dict: DatasetDict) ->
 
     moves = result.moves
     assert sorted(zip(moves["split"], moves["index"], strict=True)) == [
-        ("test", 4), ("test", 5), ("test", 6), ("val", 3)
+        ("test", 4),
+        ("test", 5),
+        ("test", 6),
+        ("val", 3),
     ]
     assert set(moves["new_split"]) == {"train"}
     # Labels travel with their rows.
-    expected = {u: NAMES[i % 2] for u, i in ((f"{s}-{i}", i) for s in ("train", "val", "test")
-                                             for i in range(10))}
+    expected = {
+        u: NAMES[i % 2]
+        for u, i in ((f"{s}-{i}", i) for s in ("train", "val", "test") for i in range(10))
+    }
     train = new["train"]
     for uid, label in zip(train["uid"], train["label"], strict=True):
         assert NAMES[label] == expected[uid]
@@ -211,9 +216,7 @@ def test_clean_moves_groups_and_preserves_features(dataset_dict: DatasetDict) ->
 def test_clean_feeds_a_torch_dataloader(dataset_dict: DatasetDict) -> None:
     torch = pytest.importorskip("torch")
     new = clean_dataset_dict(dataset_dict, progress=False).splits["train"]
-    loader = torch.utils.data.DataLoader(
-        new.with_format("torch", columns=["label"]), batch_size=4
-    )
+    loader = torch.utils.data.DataLoader(new.with_format("torch", columns=["label"]), batch_size=4)
     assert sum(len(batch["label"]) for batch in loader) == 14
 
 
@@ -280,8 +283,7 @@ def test_second_audit_of_a_disk_backed_dataset_reuses_the_cache(
 def test_leak_free_split_keeps_groups_whole(dataset_dict: DatasetDict) -> None:
     everything = datasets.concatenate_datasets(list(dataset_dict.values()))
     for seed in range(3):
-        result = leak_free_split(everything, {"train": 0.6, "test": 0.4}, seed=seed,
-                                 progress=False)
+        result = leak_free_split(everything, {"train": 0.6, "test": 0.4}, seed=seed, progress=False)
         assert result.splits.num_rows == {"train": 13, "test": 8}
         assert result.plan.max_abs_deviation == 0
         assert uids(result.splits) == uids(dataset_dict)
@@ -294,8 +296,9 @@ def test_leak_free_split_keeps_groups_whole(dataset_dict: DatasetDict) -> None:
 
 def test_leak_free_split_counts_and_stratification(dataset_dict: DatasetDict) -> None:
     everything = datasets.concatenate_datasets(list(dataset_dict.values()))
-    result = leak_free_split(everything, {"a": 11, "b": 5, "c": 5}, seed=0,
-                             stratify_by_column="label", progress=False)
+    result = leak_free_split(
+        everything, {"a": 11, "b": 5, "c": 5}, seed=0, stratify_by_column="label", progress=False
+    )
     assert result.splits.num_rows == {"a": 11, "b": 5, "c": 5}
     by_label = result.plan.by_label
     assert by_label is not None and list(by_label.columns) == ["a", "b", "c"]

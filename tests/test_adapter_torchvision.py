@@ -149,8 +149,9 @@ def test_audit_random_split_subsets_and_nested_subsets(tmp_path: Path) -> None:
     originals = {"train_train_00.jpg", "train_train_01.jpg", "train_train_02.jpg"}
     held_out = [i for i, n in enumerate(name_of) if n in copies]
     rest = [i for i in range(len(full)) if i not in held_out]
-    train, other = random_split(Subset(full, rest), [0.5, 0.5],
-                                generator=torch.Generator().manual_seed(0))
+    train, other = random_split(
+        Subset(full, rest), [0.5, 0.5], generator=torch.Generator().manual_seed(0)
+    )
     # Make sure the originals are on the train side: nested Subset of a Subset.
     train_idx = [i for i in range(len(rest)) if name_of[rest[i]] in originals]
     train_idx += [i for i in train.indices if i not in train_idx]
@@ -244,11 +245,18 @@ def test_clean_subsets_gives_subsets_over_the_same_parent(tmp_path: Path) -> Non
     root = build_folders(tmp_path)
     to_tensor = transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
     full = ImageFolder(str(root), transform=to_tensor)  # classes: test/train/val
-    by_split = {split: [i for i, (p, _) in enumerate(full.samples)
-                        if Path(p).relative_to(root).parts[0] == split] for split in COUNTS}
+    by_split = {
+        split: [
+            i
+            for i, (p, _) in enumerate(full.samples)
+            if Path(p).relative_to(root).parts[0] == split
+        ]
+        for split in COUNTS
+    }
     splits = {split: Subset(full, idx) for split, idx in by_split.items()}
-    splits["test"] = Subset(Subset(full, by_split["test"] + by_split["val"]),
-                            list(range(len(by_split["test"]))))  # nested
+    splits["test"] = Subset(
+        Subset(full, by_split["test"] + by_split["val"]), list(range(len(by_split["test"])))
+    )  # nested
     before = {name: snapshot(ds) for name, ds in splits.items()}
     result = clean_datasets(splits, workers=1)
     assert {name: snapshot(ds) for name, ds in splits.items()} == before
@@ -339,8 +347,11 @@ def test_generic_datasets_yielding_pil_and_tensors(root: Path) -> None:
 
 def test_random_augmentations_are_skipped_with_transform_override(root: Path) -> None:
     augment = transforms.Compose(
-        [transforms.RandomResizedCrop(48, scale=(0.2, 0.4)), transforms.RandomHorizontalFlip(),
-         transforms.ToTensor()]
+        [
+            transforms.RandomResizedCrop(48, scale=(0.2, 0.4)),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+        ]
     )
     splits = {split: ImageFolder(str(root / split), transform=augment) for split in COUNTS}
     torch.manual_seed(0)
@@ -400,8 +411,10 @@ def test_progress_bar_for_generic_datasets(root: Path, capsys: pytest.CaptureFix
 
 
 def test_num_workers_uses_a_dataloader(root: Path) -> None:
-    splits = {"train": ListDataset(*_decoded(root, "train")),
-              "test": ListDataset(*_decoded(root, "test"))}
+    splits = {
+        "train": ListDataset(*_decoded(root, "train")),
+        "test": ListDataset(*_decoded(root, "test")),
+    }
     serial = audit_datasets(splits)
     parallel = audit_datasets(splits, num_workers=2)
     assert parallel.table["phash"].tolist() == serial.table["phash"].tolist()
@@ -409,8 +422,10 @@ def test_num_workers_uses_a_dataloader(root: Path) -> None:
 
 
 def test_clean_generic_datasets_returns_subsets(root: Path) -> None:
-    splits = {"train": ListDataset(*_decoded(root, "train")),
-              "test": ListDataset(*_decoded(root, "test"))}
+    splits = {
+        "train": ListDataset(*_decoded(root, "train")),
+        "test": ListDataset(*_decoded(root, "test")),
+    }
     result = clean_datasets(splits)
     assert type(result.splits["train"]) is Subset and len(result.splits["train"]) == 12
     assert len(result.splits["test"]) == 4
@@ -437,8 +452,9 @@ def _all_in_one(tmp_path: Path) -> ImageFolder:
 def test_leak_free_random_split_keeps_groups_whole(tmp_path: Path) -> None:
     full = _all_in_one(tmp_path)
     for seed in range(3):
-        parts = leak_free_random_split(full, [0.5, 0.5], torch.Generator().manual_seed(seed),
-                                       workers=1)
+        parts = leak_free_random_split(
+            full, [0.5, 0.5], torch.Generator().manual_seed(seed), workers=1
+        )
         assert isinstance(parts, LeakFreeSplit) and len(parts) == 2
         assert all(type(p) is Subset and p.dataset is full for p in parts)
         assert sorted(parts[0].indices + parts[1].indices) == list(range(len(full)))
@@ -453,8 +469,9 @@ def test_leak_free_random_split_keeps_groups_whole(tmp_path: Path) -> None:
 
 def test_leak_free_random_split_integer_lengths_and_stratify(tmp_path: Path) -> None:
     full = _all_in_one(tmp_path)  # classes test/train/val, 6/10/6 images
-    parts = leak_free_random_split(full, [14, 8], torch.Generator().manual_seed(1),
-                                   stratify=True, workers=1)
+    parts = leak_free_random_split(
+        full, [14, 8], torch.Generator().manual_seed(1), stratify=True, workers=1
+    )
     assert [len(p) for p in parts] == [14, 8]
     by_label = parts.plan.by_label
     assert by_label is not None

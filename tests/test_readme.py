@@ -36,7 +36,9 @@ def test_readme_starts_with_two_commands_and_ci_runs_the_test_one() -> None:
 )
 def test_examples_run(script: str) -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / script)], capture_output=True, text=True,
+        [sys.executable, str(ROOT / "examples" / script)],
+        capture_output=True,
+        text=True,
         timeout=300,
     )
     expected = 1 if script == "training_guard.py" else 0

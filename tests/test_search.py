@@ -260,3 +260,56 @@ def test_band_keys_gather_the_masked_bits() -> None:
 def test_search_plan_describes_itself() -> None:
     assert SearchPlan((), ()).describe() == "brute force"
     assert SearchPlan((0xFF, 0xFF00), (1, 0)).describe() == "2 bands: 8b r1, 8b r0"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hashes=skewed_hashes(),
+    threshold=st.integers(1, 10),
+    cuts=st.lists(st.integers(1, 63), min_size=1, max_size=4, unique=True),
+    permutation=st.permutations(list(range(64))),
+    data=st.data(),
+)
+def test_uneven_band_layouts_find_each_pair_exactly_once(
+    hashes: NDArray[np.uint64],
+    threshold: int,
+    cuts: list[int],
+    permutation: list[int],
+    data: st.DataObject,
+) -> None:
+    # Uneven widths and radii (as the cost model may choose): exact as long as sum(r + 1) > t.
+    edges = [0, *sorted(cuts), 64]
+    widths = [high - low for low, high in itertools.pairwise(edges)]
+    radii = [data.draw(st.integers(0, min(3, w))) for w in widths]
+    while sum(r + 1 for r in radii) <= threshold:
+        k = data.draw(st.integers(0, len(radii) - 1))
+        radii[k] = min(widths[k], radii[k] + 1)
+        if all(r == w for r, w in zip(radii, widths, strict=True)):
+            break
+    if sum(math.comb(w, r) for w, r in zip(widths, radii, strict=True)) > 3000:
+        return  # too many flip masks for a unit test
+    plan = SearchPlan(masks_from_permutation(permutation, widths), tuple(radii))
+    unique = np.unique(hashes)
+    found = [
+        (min(a, b), max(a, b))
+        for first, second in iter_unique_pairs(unique, threshold, plan=plan)
+        for a, b in zip(first.tolist(), second.tolist(), strict=True)
+    ]
+    assert len(found) == len(set(found))
+    assert set(found) == as_pair_set(pairs_within_brute_force(unique, threshold))
+
+
+def test_threads_do_not_change_the_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    from leakaudit import search
+
+    unique = np.unique(planted_hashes(6000, seed=11))
+    plan = SearchPlan((0x3FFFFF, 0x3FFFFF << 22, ((1 << 20) - 1) << 44), (2, 2, 1))
+    monkeypatch.setattr(search, "_PROBE_ELEMENTS", 512)  # many blocks in flight
+    outputs = []
+    for threads in (1, 2):
+        monkeypatch.setattr(search, "_THREADS", threads)
+        outputs.append([np.stack(pair) for pair in iter_unique_pairs(unique, 5, plan=plan)])
+    assert len(outputs[0]) == len(outputs[1])
+    assert all(np.array_equal(a, b) for a, b in zip(*outputs, strict=True))
+    found = np.sort(np.concatenate(outputs[0], axis=1).T, axis=1)
+    assert as_pair_set(found) == as_pair_set(pairs_within_brute_force(unique, 5))
