@@ -38,6 +38,7 @@ __all__ = [
     "audit_sources",
     "audit_splits",
     "list_image_files",
+    "list_image_paths",
 ]
 
 #: Hash methods the one-call audit accepts. "phash+dhash" links a pair only
@@ -79,34 +80,46 @@ def list_image_files(folder: str | os.PathLike[str], *, recursive: bool = True) 
         If ``folder`` does not exist or is not a folder.
     """
     root = Path(folder)
-    if not root.exists():
+    return [Path(path) for path in list_image_paths(root, recursive=recursive)]
+
+
+def list_image_paths(folder: str | os.PathLike[str], *, recursive: bool = True) -> list[str]:
+    """Return the image files under ``folder`` as strings, in :func:`list_image_files` order.
+
+    The fast path the audits use: no ``Path`` object per file (which costs more than the
+    listing itself on folders of tens of thousands of images).
+    """
+    root = os.fspath(folder)
+    if not os.path.exists(root):
         raise FileNotFoundError(f"folder not found: {root}")
-    if not root.is_dir():
+    if not os.path.isdir(root):
         raise NotADirectoryError(f"not a folder: {root}")
     problems: list[str] = []
-    found: list[Path] = []
+    found: list[tuple[tuple[str, ...], str]] = []
     walker = os.walk(root, onerror=lambda err: problems.append(f"{err.filename}: {err.strerror}"))
     for directory, subdirs, files in walker:
         subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
         if not recursive:
             subdirs[:] = []
+        parts = Path(directory).parts  # the order of Path comparison: part by part
         for name in files:
             if not name.startswith(".") and os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS:
-                found.append(Path(directory) / name)
+                found.append(((*parts, name), os.path.join(directory, name)))
     if problems:
         warnings.warn(
             f"{len(problems)} folder(s) under {root} could not be listed: "
             + "; ".join(problems[:10])
             + (f"; and {len(problems) - 10} more" if len(problems) > 10 else ""),
             FolderScanWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return sorted(found)
+    found.sort()
+    return [path for _, path in found]
 
 
 def _paths_of(name: str, spec: Any, recursive: bool) -> list[str]:
     if isinstance(spec, (str, os.PathLike)):
-        return [os.fspath(p) for p in list_image_files(spec, recursive=recursive)]
+        return list_image_paths(spec, recursive=recursive)
     if isinstance(spec, Sequence) and not isinstance(spec, (bytes, bytearray)):
         return [os.fspath(p) if isinstance(p, (str, os.PathLike)) else p for p in spec]
     raise TypeError(

@@ -395,6 +395,8 @@ def _warn_large_groups(frame: pd.DataFrame, images_by_split: pd.Series) -> None:
     if with_split.empty:
         return
     counts = with_split.groupby(["group_id", "split"]).size()
+    # Only groups big enough to matter need a look (a loop over every group is slow at 1M).
+    counts = counts[counts >= _LARGE_GROUP_MIN]
     for (group_id, split), count in counts.items():
         total = images_by_split.get(split, 0)
         if count >= _LARGE_GROUP_MIN and total and count >= _LARGE_GROUP_SHARE * total:
