@@ -207,15 +207,7 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     )
     similar = _embedding_similarities(report)
     split_rank = {str(s): r for r, s in enumerate(report.images_by_split.index)}
-    positions = pd.Series(np.arange(len(table)), index=table.index)
-    by_group = positions.groupby(table["group_id"].to_numpy())
-    splits = table["split"].astype(object).to_numpy()
-    # object, not str dtype: pandas 3 string columns reject undecodable (surrogate) file names
-    paths = (
-        np.array([str(p) for p in table["path"]], dtype=object)
-        if "path" in table
-        else positions.astype(str)
-    )
+    by_group, splits, paths = _member_index(table)
     frames: list[pd.DataFrame] = []
     for group_id in _ordered_groups(report):
         rows = by_group.get_group(group_id).to_numpy()
@@ -432,15 +424,7 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
     table = _require_table(report)
     columns, valid = table_distances(table, _method(report))
     order = [str(s) for s in report.images_by_split.index]
-    positions = pd.Series(np.arange(len(table)), index=table.index)
-    by_group = positions.groupby(table["group_id"].to_numpy())
-    splits = table["split"].astype(object).to_numpy()
-    # object, not str dtype: pandas 3 string columns reject undecodable (surrogate) file names
-    paths = (
-        np.array([str(p) for p in table["path"]], dtype=object)
-        if "path" in table
-        else positions.astype(str)
-    )
+    by_group, splits, paths = _member_index(table)
     records: list[dict[str, Any]] = []
     for group_id in _ordered_groups(report):
         rows = by_group.get_group(group_id).to_numpy()
@@ -468,6 +452,20 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
             )
     frame: pd.DataFrame = pd.DataFrame(records, columns=MATCH_COLUMNS)
     return frame
+
+
+def _member_index(table: pd.DataFrame) -> tuple[Any, NDArray[Any], NDArray[Any]]:
+    """Return (row positions grouped by group_id, split per row, path per row as str)."""
+    positions = pd.Series(np.arange(len(table)), index=table.index)
+    by_group = positions.groupby(table["group_id"].to_numpy())
+    splits = table["split"].astype(object).to_numpy()
+    # object, not str dtype: pandas 3 string columns reject undecodable (surrogate) file names
+    paths = (
+        np.array([str(p) for p in table["path"]], dtype=object)
+        if "path" in table
+        else positions.astype(str).to_numpy()
+    )
+    return by_group, splits, paths
 
 
 def _plain(value: Any) -> Any:
