@@ -23,6 +23,7 @@ from leakaudit.report import LeakageReport
 
 __all__ = [
     "RESPLIT_POLICIES",
+    "ClassMismatchWarning",
     "GroupSplitResult",
     "ResplitResult",
     "SplitPlan",
@@ -33,6 +34,10 @@ __all__ = [
 
 #: What happens to a leaked group's rows outside its highest-priority split.
 RESPLIT_POLICIES: tuple[str, ...] = ("move", "drop")
+
+
+class ClassMismatchWarning(UserWarning):
+    """A moved image's class does not exist in its new split; the class name was appended."""
 
 
 @dataclass
@@ -306,8 +311,10 @@ def resolve_lengths(lengths: Sequence[Any], n: int) -> NDArray[np.int64]:
     if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
         raise TypeError(f"lengths must be ints or fractions; got {describe(values)}.")
     fractions = np.asarray(values, dtype=np.float64)
-    if (fractions < 0).any() or (fractions > 1).any() or not math.isclose(
-        float(fractions.sum()), 1.0, abs_tol=1e-6
+    if (
+        (fractions < 0).any()
+        or (fractions > 1).any()
+        or not math.isclose(float(fractions.sum()), 1.0, abs_tol=1e-6)
     ):
         raise ValueError(
             f"lengths given as fractions must lie in [0, 1] and sum to 1; got {values}."
@@ -391,7 +398,9 @@ def assign_groups(
         # A group counts under its most common label (first one on ties).
         pairs = pd.DataFrame({"group": codes, "label": label_codes})
         majority = (
-            pairs.groupby(["group", "label"], sort=True).size().reset_index(name="k")
+            pairs.groupby(["group", "label"], sort=True)
+            .size()
+            .reset_index(name="k")
             .sort_values(["group", "k"], ascending=[True, False], kind="stable")
             .drop_duplicates("group")
         )

@@ -34,6 +34,7 @@ import pandas as pd
 
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.adapters._common import (
+    ClassMismatchWarning,
     GroupSplitResult,
     ResplitResult,
     assign_groups,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from datasets import Dataset, DatasetDict
 
 __all__ = [
+    "ClassMismatchWarning",
     "audit_dataset_dict",
     "clean_dataset_dict",
     "find_image_column",
@@ -63,10 +65,6 @@ __all__ = [
 ]
 
 _INSTALL_HINT = "pip install 'leakaudit-vision[hf]'"
-
-
-class ClassMismatchWarning(UserWarning):
-    """Moved rows carry a class their new split's ClassLabel lacks; the name was appended."""
 
 
 def _require_datasets() -> Any:
@@ -183,7 +181,10 @@ def _hash_batch(images: list[Any], options: DecodeOptions) -> dict[str, Any]:
             errors[i] = exc.reason
             continue
         phash[i], dhash[i], digest[i], low[i] = (
-            result.phash, result.dhash, result.digest, result.low_information,
+            result.phash,
+            result.dhash,
+            result.digest,
+            result.low_information,
         )
     return {
         "phash": phash,
@@ -315,8 +316,13 @@ def _hash_splits(
     errors: dict[int, str] = {}
     for name, dataset in splits.items():
         hashed = hash_dataset(
-            dataset, image_column=image_column, num_proc=num_proc, batch_size=batch_size,
-            progress=progress, decode=decode, load_from_cache_file=load_from_cache_file,
+            dataset,
+            image_column=image_column,
+            num_proc=num_proc,
+            batch_size=batch_size,
+            progress=progress,
+            decode=decode,
+            load_from_cache_file=load_from_cache_file,
             desc=f"leakaudit: hashing {name}",
         )
         table = hashed.with_format("arrow")[:]
@@ -326,8 +332,11 @@ def _hash_splits(
         split.extend([name] * n)
         index.extend(range(n))
         for offset, (path, reason) in enumerate(
-            zip(table.column("source_path").to_pylist(), table.column("error").to_pylist(),
-                strict=True)
+            zip(
+                table.column("source_path").to_pylist(),
+                table.column("error").to_pylist(),
+                strict=True,
+            )
         ):
             names.append(path if path else f"{name}[{offset}]")
             if reason is not None:
@@ -382,8 +391,13 @@ def _audit(
     resolve_threshold(method, threshold)
     options = decode if decode is not None else DecodeOptions()
     table, split, index, names = _hash_splits(
-        splits, image_column=image_column, num_proc=num_proc, batch_size=batch_size,
-        progress=progress, on_error=on_error, decode=options,
+        splits,
+        image_column=image_column,
+        num_proc=num_proc,
+        batch_size=batch_size,
+        progress=progress,
+        on_error=on_error,
+        decode=options,
         load_from_cache_file=load_from_cache_file,
     )
     report = audit_hash_table(
@@ -452,9 +466,16 @@ def audit_dataset_dict(
     """
     splits = _as_splits(dataset_dict)
     return _audit(
-        splits, image_column=image_column, method=method, threshold=threshold,
-        num_proc=num_proc, batch_size=batch_size, progress=progress, on_error=on_error,
-        decode=decode, load_from_cache_file=load_from_cache_file,
+        splits,
+        image_column=image_column,
+        method=method,
+        threshold=threshold,
+        num_proc=num_proc,
+        batch_size=batch_size,
+        progress=progress,
+        on_error=on_error,
+        decode=decode,
+        load_from_cache_file=load_from_cache_file,
     )
 
 
@@ -507,7 +528,10 @@ def _conform(part: Any, features: Any) -> Any:
             lookups[column] = [feature.names.index(name) for name in own.names]
     if lookups and len(part):
         part = part.map(
-            _remap_labels, batched=True, fn_kwargs={"lookups": lookups}, features=features,
+            _remap_labels,
+            batched=True,
+            fn_kwargs={"lookups": lookups},
+            features=features,
             desc="leakaudit: remapping labels",
         )
     return part.cast(features) if part.features != features else part
@@ -705,13 +729,22 @@ def leak_free_split(
                 f"got {stratify_by_column!r}."
             )
         labels = (
-            dataset.select_columns([stratify_by_column]).with_format("arrow")[:]
-            .column(stratify_by_column).to_pylist()
+            dataset.select_columns([stratify_by_column])
+            .with_format("arrow")[:]
+            .column(stratify_by_column)
+            .to_pylist()
         )
     report = _audit(
-        {"dataset": dataset}, image_column=image_column, method=method, threshold=threshold,
-        num_proc=num_proc, batch_size=batch_size, progress=progress, on_error=on_error,
-        decode=decode, load_from_cache_file=load_from_cache_file,
+        {"dataset": dataset},
+        image_column=image_column,
+        method=method,
+        threshold=threshold,
+        num_proc=num_proc,
+        batch_size=batch_size,
+        progress=progress,
+        on_error=on_error,
+        decode=decode,
+        load_from_cache_file=load_from_cache_file,
     )
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()
@@ -719,8 +752,10 @@ def leak_free_split(
     assignment = assign_groups(group_ids, targets, rng=rng, labels=labels)
     plan = build_plan(names, targets, assignment, group_ids, labels)
     out = datasets.DatasetDict(
-        {name: dataset.select(np.flatnonzero(assignment == k).tolist())
-         for k, name in enumerate(names)}
+        {
+            name: dataset.select(np.flatnonzero(assignment == k).tolist())
+            for k, name in enumerate(names)
+        }
     )
     split_of_row = pd.Series([names[k] for k in assignment], dtype=object)
     report.table.insert(3, "assigned_split", split_of_row.to_numpy())

@@ -50,6 +50,7 @@ import pandas as pd
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.adapters._common import (
+    ClassMismatchWarning,
     ResplitResult,
     SplitPlan,
     assign_groups,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
 __all__ = [
+    "ClassMismatchWarning",
     "KEEP_TRANSFORM",
     "LeakFreeSplit",
     "SplitDeviationWarning",
@@ -107,10 +109,6 @@ KEEP_TRANSFORM: Any = _KeepTransform()
 
 class SplitDeviationWarning(UserWarning):
     """A group-aware split could not match the requested sizes closely."""
-
-
-class ClassMismatchWarning(UserWarning):
-    """A moved image's class does not exist in its new split; the class was appended."""
 
 
 def _require_torch() -> Any:
@@ -345,7 +343,10 @@ def _hash_generic(
         if num_workers > 0 and n:
             torch = _require_torch()
             loader = torch.utils.data.DataLoader(
-                view, batch_size=None, shuffle=False, num_workers=num_workers,
+                view,
+                batch_size=None,
+                shuffle=False,
+                num_workers=num_workers,
                 collate_fn=_keep_item,
             )
             items: Any = iter(loader)
@@ -418,7 +419,11 @@ def _hash_resolved(
     errors: dict[int, str] = {}
     if paths:
         part = hash_sources_cached(
-            paths, cache=cache, options=options, workers=workers, progress=progress,
+            paths,
+            cache=cache,
+            options=options,
+            workers=workers,
+            progress=progress,
             on_error="raise" if on_error == "raise" else "ignore",
         )
         rows = np.asarray(path_rows, dtype=np.int64)
@@ -427,7 +432,10 @@ def _hash_resolved(
         errors.update({path_rows[i]: reason for i, reason in part.errors.items()})
     for entry, start in generic:
         results, found = _hash_generic(
-            entry, options, progress=progress, transform_override=transform_override,
+            entry,
+            options,
+            progress=progress,
+            transform_override=transform_override,
             num_workers=num_workers,
         )
         for offset, (result, label) in enumerate(zip(results, found, strict=True)):
@@ -441,8 +449,13 @@ def _hash_resolved(
                 phash[row], dhash[row], low[row], digest[row] = result
                 valid[row] = True
     table = HashTable(
-        sources=names, phash=phash, dhash=dhash, digest=digest,
-        low_information=low, valid=valid, errors=errors,
+        sources=names,
+        phash=phash,
+        dhash=dhash,
+        digest=digest,
+        low_information=low,
+        valid=valid,
+        errors=errors,
     )
     if errors and on_error == "warn":
         failed = sorted(errors)
@@ -457,8 +470,13 @@ def _hash_resolved(
     return _Hashed(table=table, split=split, index=index, label=labels, names=names)
 
 
-def _report_from(hashed: _Hashed, options: DecodeOptions, method: str, threshold: int | None,
-                 split: Sequence[str] | None = None) -> LeakageReport:
+def _report_from(
+    hashed: _Hashed,
+    options: DecodeOptions,
+    method: str,
+    threshold: int | None,
+    split: Sequence[str] | None = None,
+) -> LeakageReport:
     report = audit_hash_table(
         hashed.table,
         list(split) if split is not None else hashed.split,
@@ -535,8 +553,14 @@ def audit_datasets(
     options = decode if decode is not None else DecodeOptions()
     resolved = _resolve_all(splits)
     hashed = _hash_resolved(
-        resolved, options=options, workers=workers, progress=progress, on_error=on_error,
-        transform_override=transform_override, use_samples=use_samples, num_workers=num_workers,
+        resolved,
+        options=options,
+        workers=workers,
+        progress=progress,
+        on_error=on_error,
+        transform_override=transform_override,
+        use_samples=use_samples,
+        num_workers=num_workers,
         cache=cache,
     )
     return _report_from(hashed, options, method, threshold)
@@ -610,6 +634,7 @@ def _rebuild(
     labels = _Labels(target.base)
 
     if target_samples is not None and all(_samples_of(src.base) is not None for src, _ in foreign):
+
         def sample_of(src: _Resolved, j: int) -> tuple[Any, Any]:
             source_samples = _samples_of(src.base)
             assert source_samples is not None
@@ -829,8 +854,14 @@ def leak_free_random_split(
     n = len(entry.indices)
     targets = resolve_lengths(lengths, n)
     hashed = _hash_resolved(
-        [entry], options=options, workers=workers, progress=progress, on_error=on_error,
-        transform_override=transform_override, use_samples=use_samples, num_workers=num_workers,
+        [entry],
+        options=options,
+        workers=workers,
+        progress=progress,
+        on_error=on_error,
+        transform_override=transform_override,
+        use_samples=use_samples,
+        num_workers=num_workers,
     )
     report = _report_from(hashed, options, method, threshold)
     assert report.table is not None
@@ -861,4 +892,3 @@ def leak_free_random_split(
             stacklevel=2,
         )
     return result
-
