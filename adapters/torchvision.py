@@ -74,8 +74,8 @@ if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
 __all__ = [
-    "ClassMismatchWarning",
     "KEEP_TRANSFORM",
+    "ClassMismatchWarning",
     "LeakFreeSplit",
     "SplitDeviationWarning",
     "audit_datasets",
