@@ -45,7 +45,7 @@ from leakaudit.adapters._common import (
     plan_resplit,
     resolve_lengths,
 )
-from leakaudit.audit import DEFAULT_METHOD, audit_hash_table, resolve_threshold
+from leakaudit.audit import DEFAULT_METHOD, ThresholdSpec, audit_hash_table, resolve_threshold
 from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_image
@@ -380,7 +380,7 @@ def _audit(
     labels: Sequence[str] | None = None,
     image_column: str | None,
     method: str,
-    threshold: int | None,
+    threshold: ThresholdSpec,
     num_proc: int | None,
     batch_size: int,
     progress: bool | None,
@@ -406,7 +406,11 @@ def _audit(
         names=names,
         method=method,
         threshold=threshold,
-        extra_parameters={"min_side": options.min_side, "exif_transpose": options.exif_transpose},
+        extra_parameters={
+            "min_side": options.min_side,
+            "exif_transpose": options.exif_transpose,
+            "trim_borders": options.trim_borders,
+        },
     )
     assert report.table is not None
     report.table.insert(2, "index", np.asarray(index, dtype=np.int64))
@@ -418,7 +422,7 @@ def audit_dataset_dict(
     *,
     image_column: str | None = None,
     method: str = DEFAULT_METHOD,
-    threshold: int | None = None,
+    threshold: ThresholdSpec = None,
     num_proc: int | None = None,
     batch_size: int = 256,
     progress: bool | None = None,
@@ -664,7 +668,7 @@ def leak_free_split(
     stratify_by_column: str | None = None,
     image_column: str | None = None,
     method: str = DEFAULT_METHOD,
-    threshold: int | None = None,
+    threshold: ThresholdSpec = None,
     num_proc: int | None = None,
     batch_size: int = 256,
     progress: bool | None = None,

@@ -61,7 +61,13 @@ from leakaudit.adapters._common import (
     plan_resplit,
     resolve_lengths,
 )
-from leakaudit.audit import DEFAULT_METHOD, IMAGE_EXTENSIONS, audit_hash_table, resolve_threshold
+from leakaudit.audit import (
+    DEFAULT_METHOD,
+    IMAGE_EXTENSIONS,
+    ThresholdSpec,
+    audit_hash_table,
+    resolve_threshold,
+)
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
@@ -474,7 +480,7 @@ def _report_from(
     hashed: _Hashed,
     options: DecodeOptions,
     method: str,
-    threshold: int | None,
+    threshold: ThresholdSpec,
     split: Sequence[str] | None = None,
 ) -> LeakageReport:
     report = audit_hash_table(
@@ -483,7 +489,11 @@ def _report_from(
         names=hashed.names,
         method=method,
         threshold=threshold,
-        extra_parameters={"min_side": options.min_side, "exif_transpose": options.exif_transpose},
+        extra_parameters={
+            "min_side": options.min_side,
+            "exif_transpose": options.exif_transpose,
+            "trim_borders": options.trim_borders,
+        },
     )
     assert report.table is not None
     report.table.insert(2, "index", np.asarray(hashed.index, dtype=np.int64))
@@ -498,7 +508,7 @@ def audit_datasets(
     splits: Mapping[str, Dataset[Any]],
     *,
     method: str = DEFAULT_METHOD,
-    threshold: int | None = None,
+    threshold: ThresholdSpec = None,
     workers: int | None = None,
     progress: bool | None = None,
     on_error: str = "warn",
@@ -792,7 +802,7 @@ def leak_free_random_split(
     *,
     stratify: bool = False,
     method: str = DEFAULT_METHOD,
-    threshold: int | None = None,
+    threshold: ThresholdSpec = None,
     workers: int | None = None,
     progress: bool | None = None,
     on_error: str = "warn",

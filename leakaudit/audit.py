@@ -7,20 +7,22 @@ the groups against the splits.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._validation import check_choice, check_int, describe
-from leakaudit.cache import CacheSpec, hash_sources_cached
+from leakaudit.cache import CacheSpec, _CachedFiles, _hash_sources_cached
 from leakaudit.frames import frame_from_hash_table, group_labels_for_frame, hash_values_from_frame
 from leakaudit.hashing import HashTable
 from leakaudit.loading import DecodeOptions
@@ -34,11 +36,14 @@ __all__ = [
     "DEFAULT_METHOD",
     "DEFAULT_THRESHOLDS",
     "IMAGE_EXTENSIONS",
+    "ThresholdRuleWarning",
+    "ThresholdSpec",
     "audit_hash_table",
     "audit_sources",
     "audit_splits",
     "list_image_files",
     "list_image_paths",
+    "row_thresholds",
 ]
 
 #: Hash methods the one-call audit accepts. "phash+dhash" links a pair only
@@ -95,16 +100,43 @@ def list_image_paths(folder: str | os.PathLike[str], *, recursive: bool = True) 
     if not os.path.isdir(root):
         raise NotADirectoryError(f"not a folder: {root}")
     problems: list[str] = []
-    found: list[tuple[tuple[str, ...], str]] = []
-    walker = os.walk(root, onerror=lambda err: problems.append(f"{err.filename}: {err.strerror}"))
-    for directory, subdirs, files in walker:
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
-        if not recursive:
-            subdirs[:] = []
-        parts = Path(directory).parts  # the order of Path comparison: part by part
-        for name in files:
-            if not name.startswith(".") and os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS:
-                found.append(((*parts, name), os.path.join(directory, name)))
+    found: list[str] = []
+
+    def entries_by_name(directory: str) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = list(scan)
+        except OSError as err:  # as os.walk: the folder is reported and skipped
+            problems.append(f"{err.filename}: {err.strerror}")
+            return []
+        entries.sort(key=lambda entry: entry.name)
+        return entries
+
+    def is_folder(entry: os.DirEntry[str]) -> bool:
+        try:
+            return entry.is_dir()
+        except OSError:  # as os.walk: counted as a file
+            return False
+
+    # Depth first, each folder's entries in name order: that is the order of Path
+    # comparison (part by part) without a sort key per file. A stack, not recursion:
+    # no depth limit. Links to folders are not followed (a loop cannot hang the scan).
+    stack = [iter(entries_by_name(root))]
+    while stack:
+        for entry in stack[-1]:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            if is_folder(entry):
+                if recursive and not entry.is_symlink():
+                    stack.append(iter(entries_by_name(entry.path)))
+                    break
+                continue
+            dot = name.rfind(".")  # os.path.splitext for a name not starting with "."
+            if dot > 0 and name[dot:].lower() in IMAGE_EXTENSIONS:
+                found.append(entry.path)
+        else:
+            stack.pop()
     if problems:
         warnings.warn(
             f"{len(problems)} folder(s) under {root} could not be listed: "
@@ -113,8 +145,7 @@ def list_image_paths(folder: str | os.PathLike[str], *, recursive: bool = True) 
             FolderScanWarning,
             stacklevel=3,
         )
-    found.sort()
-    return [path for _, path in found]
+    return found
 
 
 def _paths_of(name: str, spec: Any, recursive: bool) -> list[str]:
@@ -127,12 +158,120 @@ def _paths_of(name: str, spec: Any, recursive: bool) -> list[str]:
     )
 
 
-def resolve_threshold(method: str, threshold: int | None) -> int:
-    """Return the threshold to use for ``method`` (its default when None)."""
+ThresholdSpec: TypeAlias = "int | Mapping[str, int] | None"
+"""What ``threshold=`` accepts: an int, a mapping of split names / path patterns to ints, None."""
+
+
+class ThresholdRuleWarning(UserWarning):
+    """A per-source threshold rule matched no image (a misspelt split or pattern?)."""
+
+
+def resolve_threshold(method: str, threshold: ThresholdSpec) -> int:
+    """Return the threshold to use for ``method`` (its default when None).
+
+    For a per-source mapping (see :func:`row_thresholds`), the largest
+    threshold it can give any image, after validating it.
+    """
     check_choice("method", method, AUDIT_METHODS)
     if threshold is None:
         return DEFAULT_THRESHOLDS[method]
+    if isinstance(threshold, Mapping):
+        rules = _threshold_rules(threshold)
+        return max([DEFAULT_THRESHOLDS[method], *rules.values()])
     return check_int("threshold", threshold, 0, 64)
+
+
+def _threshold_rules(threshold: Mapping[Any, Any]) -> dict[str, int]:
+    if not threshold:
+        raise ValueError("threshold must not be an empty mapping; give an int or some rules.")
+    rules: dict[str, int] = {}
+    for key, value in threshold.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(
+                "threshold mapping keys must be split names or path patterns (non-empty str); "
+                f"got {describe(key)}."
+            )
+        rules[key] = check_int(f"threshold[{key!r}]", value, 0, 64)
+    return rules
+
+
+def _matches(pattern: str, path: str) -> bool:
+    return fnmatch.fnmatchcase(path, pattern) or fnmatch.fnmatchcase(path, "*/" + pattern)
+
+
+def row_thresholds(
+    threshold: Mapping[str, int],
+    method: str,
+    paths: Sequence[str],
+    splits: Sequence[str | None],
+) -> NDArray[np.int64]:
+    """Each image's threshold under per-source rules (screenshots vs photos, ...).
+
+    Parameters
+    ----------
+    threshold : mapping of str to int
+        Rules, each key a split name or a glob pattern on the image's path
+        (``fnmatch``, ``/`` as separator; a pattern also matches any path that
+        ends with it after a ``/``, so ``"screenshots/*"`` matches
+        ``"data/train/screenshots/a.png"``). An image takes the threshold of its
+        split's rule if there is one, else of the first pattern (in mapping
+        order) its path matches, else the method's default; the key ``"*"``
+        sets that default.
+    method : str
+        The hash method, for the default threshold.
+    paths, splits : sequence
+        Each image's path (as text) and split.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        One threshold per image. A pair of images links when its distance is
+        within the *smaller* of their two thresholds.
+
+    Warns
+    -----
+    ThresholdRuleWarning
+        For every rule that applies to no image.
+
+    Examples
+    --------
+    >>> paths = ["a/x.png", "a/screens/y.png", "b/z.png"]
+    >>> row_thresholds({"test": 4, "screens/*": 2}, "phash+dhash", paths,
+    ...                ["train", "train", "test"]).tolist()
+    [8, 2, 4]
+    """
+    rules = _threshold_rules(threshold)
+    check_choice("method", method, AUDIT_METHODS)
+    if len(paths) != len(splits):
+        raise ValueError(
+            f"paths and splits must have the same length; got {len(paths)} and {len(splits)}."
+        )
+    split_names = {str(s) for s in splits if s is not None}
+    by_split = {k: v for k, v in rules.items() if k in split_names}
+    patterns = [(k, v) for k, v in rules.items() if k not in split_names and k != "*"]
+    default = rules.get("*", DEFAULT_THRESHOLDS[method])
+    limits = np.full(len(paths), default, dtype=np.int64)
+    used: set[str] = set(by_split) | ({"*"} if "*" in rules else set())
+    for row, (path, split) in enumerate(zip(paths, splits, strict=True)):
+        if split is not None and str(split) in by_split:
+            limits[row] = by_split[str(split)]
+            continue
+        text = str(path).replace(os.sep, "/")
+        for pattern, value in patterns:
+            if _matches(pattern, text):
+                limits[row] = value
+                used.add(pattern)
+                break
+    unused = [k for k in rules if k not in used]
+    if unused:
+        warnings.warn(
+            "threshold rules that match no split name and no image path: "
+            + ", ".join(repr(k) for k in unused)
+            + f" (splits: {', '.join(sorted(split_names)) or 'none'}).",
+            ThresholdRuleWarning,
+            stacklevel=3,
+        )
+    return limits
 
 
 def audit_sources(
@@ -141,7 +280,7 @@ def audit_sources(
     *,
     names: Sequence[str] | None = None,
     method: str = DEFAULT_METHOD,
-    threshold: int | None = None,
+    threshold: ThresholdSpec = None,
     workers: int | None = None,
     progress: bool | None = None,
     on_error: str = "warn",
@@ -149,6 +288,7 @@ def audit_sources(
     extra_parameters: Mapping[str, Any] | None = None,
     cache: CacheSpec = True,
     embedding: EmbeddingStage | None = None,
+    dihedral: bool = False,
 ) -> LeakageReport:
     """Hash, group and audit images given as paths, bytes or PIL images.
 
@@ -163,7 +303,7 @@ def audit_sources(
     names : sequence of str, optional
         What to call each image in the table's ``path`` column (defaults to
         the path, or a description for in-memory images).
-    method, threshold, workers, progress, on_error, decode, cache, embedding
+    method, threshold, workers, progress, on_error, decode, cache, embedding, dihedral
         As in :func:`audit_splits`.
     extra_parameters : mapping, optional
         Recorded in the report's ``parameters``.
@@ -176,7 +316,8 @@ def audit_sources(
         ``digest`` (BLAKE2b of the bytes), so the pairs table can tell byte
         copies (``stage == "exact bytes"``) from re-encodes.
     """
-    threshold = resolve_threshold(method, threshold)
+    resolve_threshold(method, threshold)
+    _check_bool("dihedral", dihedral)
     items = list(sources)
     labels = list(split)
     if len(labels) != len(items):
@@ -188,12 +329,19 @@ def audit_sources(
             f"names must have one entry per source (length {len(items)}); got length {len(names)}."
         )
     options = decode if decode is not None else DecodeOptions()
-    table = hash_sources_cached(
-        items, cache=cache, options=options, workers=workers, progress=progress, on_error=on_error
+    table, files = _hash_sources_cached(
+        items,
+        cache=cache,
+        options=options,
+        workers=workers,
+        progress=progress,
+        on_error=on_error,
+        dihedral=dihedral,
     )
     parameters: dict[str, Any] = {
         "min_side": options.min_side,
         "exif_transpose": options.exif_transpose,
+        "trim_borders": options.trim_borders,
     }
     parameters.update(extra_parameters or {})
     report = audit_hash_table(
@@ -205,9 +353,10 @@ def audit_sources(
         extra_parameters=parameters,
         embedding=embedding,
         images=items,
+        dihedral=dihedral,
     )
     if report.table is not None:
-        _fill_copy_digests(report.table, table, items)
+        _fill_copy_digests(report.table, table, items, files)
     return report
 
 
@@ -234,21 +383,33 @@ def _source_digest(source: Any) -> str | None:
     return digest.hexdigest()
 
 
-def _fill_copy_digests(frame: pd.DataFrame, table: HashTable, items: Sequence[Any]) -> None:
+def _fill_copy_digests(
+    frame: pd.DataFrame,
+    table: HashTable,
+    items: Sequence[Any],
+    files: _CachedFiles | None = None,
+) -> None:
     """Fill ``digest`` for rows whose two hashes equal another row's: the only byte-copy candidates.
 
     Identical bytes decode to identical hashes, so only these rows need reading again; the
     digest then tells a byte copy from a re-encode in the pairs table. Grouping never uses
-    it (only low-information rows link by digest).
+    it (only low-information rows link by digest). With the hash cache (``files``), a
+    file's digest is stored with its entry, so an unchanged file is read for it only once.
     """
     if "digest" not in frame.columns or len(items) != len(frame):
         return
-    candidates = table.valid & ~np.asarray(table.low_information, dtype=bool)
-    keys = pd.Series(list(zip(table.phash.tolist(), table.dhash.tolist(), strict=True)))
-    shared = keys.duplicated(keep=False).to_numpy() & candidates
+    valid = np.asarray(table.valid, dtype=bool)
+    rows = np.flatnonzero(valid & ~np.asarray(table.low_information, dtype=bool))
+    hashes = pd.DataFrame({"phash": table.phash[rows], "dhash": table.dhash[rows]})
+    shared = rows[hashes.duplicated(keep=False).to_numpy()]
     present = frame["digest"].notna().to_numpy()
-    for row in np.flatnonzero(shared & ~present).tolist():
-        frame.at[row, "digest"] = _source_digest(items[row])
+    wanted = [row for row in shared.tolist() if not present[row]]
+    if not wanted:
+        return
+    known = files.file_digests(wanted) if files is not None else {}
+    frame.loc[wanted, "digest"] = [
+        f"{known[row]:016x}" if row in known else _source_digest(items[row]) for row in wanted
+    ]
 
 
 def audit_hash_table(
@@ -257,10 +418,11 @@ def audit_hash_table(
     *,
     names: Sequence[str] | None = None,
     method: str = DEFAULT_METHOD,
-    threshold: int | None = None,
+    threshold: ThresholdSpec = None,
     extra_parameters: Mapping[str, Any] | None = None,
     embedding: EmbeddingStage | None = None,
     images: Sequence[Any] | None = None,
+    dihedral: bool = False,
 ) -> LeakageReport:
     """Group and audit images whose hashes are already computed.
 
@@ -278,12 +440,21 @@ def audit_hash_table(
     images : sequence of path-like, bytes or PIL images, optional
         The images, for the embedding stage; default ``table.sources``, which
         works when those are file paths.
+    dihedral : bool, default False
+        Match flipped and rotated copies too; ``table`` must have been hashed
+        with ``dihedral=True`` (it then has ``orientations``).
 
     Returns
     -------
     LeakageReport
     """
-    threshold = resolve_threshold(method, threshold)
+    search_threshold = resolve_threshold(method, threshold)
+    _check_bool("dihedral", dihedral)
+    if dihedral and table.orientations is None:
+        raise ValueError(
+            "dihedral=True needs hashes of every orientation: hash the images with "
+            "hash_sources(..., dihedral=True)."
+        )
     if len(split) != len(table.valid):
         raise ValueError(
             f"split must have one label per row (length {len(table.valid)}); "
@@ -297,10 +468,37 @@ def audit_hash_table(
     second = None
     if method == "phash+dhash":
         second, _ = hash_values_from_frame(frame, "dhash")
+    limits = None
+    if isinstance(threshold, Mapping):
+        limits = row_thresholds(
+            threshold, method, frame["path"].astype(str).tolist(), frame["split"].tolist()
+        )
+    orientations = None
+    if dihedral and table.orientations is not None:
+        entries = table.orientations
+        orientations = (
+            entries.owner,
+            entries.dhash if primary == "dhash" else entries.phash,
+            entries.dhash if method == "phash+dhash" else None,
+        )
     frame["group_id"] = group_labels_for_frame(
-        frame, values, valid, threshold, second=second, second_threshold=threshold
+        frame,
+        values,
+        valid,
+        search_threshold,
+        second=second,
+        second_threshold=search_threshold,
+        orientations=orientations,
+        limits=limits,
     )
-    parameters: dict[str, Any] = {"method": method, "threshold": threshold}
+    if limits is not None:
+        frame["threshold"] = limits
+    parameters: dict[str, Any] = {
+        "method": method,
+        "threshold": dict(threshold) if isinstance(threshold, Mapping) else search_threshold,
+    }
+    if dihedral:
+        parameters["dihedral"] = True
     embedding_pairs = None
     if embedding is not None:
         from leakaudit.embedding import run_embedding_stage
@@ -318,7 +516,14 @@ def audit_hash_table(
     parameters.update(extra_parameters or {})
     report = dhash_audit(frame, parameters=parameters)
     report.embedding_pairs = embedding_pairs
+    if dihedral:
+        report.orientations = table.orientations
     return report
+
+
+def _check_bool(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool; got {describe(value)}.")
 
 
 def _embedding_sources(table: HashTable, images: Sequence[Any] | None) -> list[Any]:
@@ -342,7 +547,7 @@ def audit_splits(
     splits: Mapping[str, str | os.PathLike[str] | Sequence[Any]],
     *,
     method: str = DEFAULT_METHOD,
-    threshold: int | None = None,
+    threshold: ThresholdSpec = None,
     workers: int | None = None,
     progress: bool | None = None,
     on_error: str = "warn",
@@ -350,6 +555,7 @@ def audit_splits(
     recursive: bool = True,
     cache: CacheSpec = True,
     embedding: EmbeddingStage | None = None,
+    dihedral: bool = False,
 ) -> LeakageReport:
     """Audit dataset splits for near-duplicate leakage in one call.
 
@@ -363,9 +569,13 @@ def audit_splits(
         dHash agree, which measured most precise on real photos at no loss of
         recall (``benchmarks/RESULTS.md``); dHash alone links many unrelated
         smooth photos.
-    threshold : int, optional
+    threshold : int or mapping of str to int, optional
         Largest Hamming distance counted as a near-duplicate; default 6 for
-        pHash, 5 for dHash, 8 for "phash+dhash".
+        pHash, 5 for dHash, 8 for "phash+dhash". A mapping sets thresholds per
+        source: keys are split names or path patterns (``{"test": 4,
+        "screenshots/*": 2, "*": 8}``, see :func:`row_thresholds`), and a pair
+        links within the smaller of its two images' thresholds (the table
+        then has a ``threshold`` column).
     workers : int, optional
         Processes used for hashing; default all usable cores.
     progress : bool, optional
@@ -388,6 +598,13 @@ def audit_splits(
         ``embedding.similarity``. ``report.table``'s groups are then the union
         of hash and embedding links, and the pairs table's ``stage`` says
         which linked each pair.
+    dihedral : bool, default False
+        Also match copies that are mirrored, flipped or rotated by 90, 180 or
+        270 degrees. Each image is also hashed turned to a canonical
+        orientation, from the same decode (about 1.1x the hashing time), and
+        the search compares those canonical hashes
+        (:class:`~leakaudit.hashing.OrientationHashes`; measured in
+        ``benchmarks/RESULTS.md``, "Dihedral matching").
 
     Returns
     -------
@@ -432,6 +649,7 @@ def audit_splits(
         decode=decode,
         cache=cache,
         embedding=embedding,
+        dihedral=dihedral,
     )
 
 

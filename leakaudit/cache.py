@@ -20,14 +20,36 @@ An entry is keyed by the file's **identity** and by the **hash context**.
   :mod:`leakaudit.loading` and :mod:`leakaudit.hashing`, the Pillow and numpy
   versions, Pillow's ``MAX_IMAGE_PIXELS``, and every field of the
   :class:`~leakaudit.loading.DecodeOptions` (``min_side``, ``exif_transpose``,
-  ``background``, ``max_pixels``). The hash method and size need no place in
-  it: both 64-bit hashes come from one decode and both are stored.
+  ``background``, ``max_pixels``, ``trim_borders``, and any added later: the
+  fields are read, not listed). The hash method and size need no place in it:
+  both 64-bit hashes come from one decode and both are stored.
 
 A file is stat-ed before it is hashed and again after; its result is stored
 only when the two agree and its last change is older than the moment hashing
 started by more than the file system's timestamp granularity (git's "racily
 clean" rule), so a file rewritten while or just after it was read, within one
 timestamp tick, is never cached under the identity of its new content.
+
+Byte digests
+------------
+An entry also keeps the BLAKE2b-64 of the file's bytes once something asked for
+it: hashing computes it for low-information images, and an audit for images whose
+two hashes equal another image's (to tell byte copies from re-encodes). The file
+is stat-ed before and after that read, and the digest is stored only in the entry
+of that very identity (an ``UPDATE`` conditioned on the whole stored record), so
+a later audit of unchanged files reads none of them again, and a changed file
+never gets an old digest. The :class:`~leakaudit.hashing.HashTable` still holds
+digests of low-information images only, as an uncached run does.
+
+Lookups
+-------
+A second audit of an unchanged folder is stat + lookup, so the lookup is built
+for it: keys are made absolute once per folder, the entries of the key range the
+wanted paths span are read in one ``SELECT`` (a folder's entries sit together in
+the primary key; batched ``IN`` queries when that range is mostly other entries),
+and the identities are compared as one array. Each entry is one packed 64-byte
+record (identity, then phash, dhash, digest, flags), so the read makes two small
+values per row.
 
 Failures
 --------
@@ -43,10 +65,10 @@ Concurrency and damage
 The database runs in WAL mode (readers never block the writer), with a busy
 timeout and retries on top; every write is one short ``BEGIN IMMEDIATE``
 transaction of ``executemany`` batches. A cache file that is not a database,
-is truncated or has another schema is renamed aside (``<name>.corrupt-<time>``)
-with one :class:`CacheWarning` and rebuilt; a cache folder that cannot be
-written makes the run go uncached, with one warning. The cache never breaks an
-audit.
+is truncated, has another schema or holds a record of the wrong shape is
+renamed aside (``<name>.corrupt-<time>``) with one :class:`CacheWarning` and
+rebuilt; a cache folder that cannot be written makes the run go uncached, with
+one warning. The cache never breaks an audit.
 
 .. important::
    Bump :data:`HASH_VERSION` whenever the hashes (or failure reasons) of a file
@@ -64,17 +86,20 @@ import hashlib
 import os
 import sqlite3
 import stat
+import struct
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import numpy as np
+from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._validation import check_choice, describe
@@ -102,8 +127,10 @@ __all__ = [
 #: failure reasons of some file may change (see the module docstring).
 HASH_VERSION = 2
 #: Version of the database layout; part of the file name, so two layouts never
-#: meet in one file.
-SCHEMA_VERSION = 1
+#: meet in one file. 2: one packed ``record`` per entry, and ``digest`` kept for
+#: any file whose bytes were digested (version 1 had one column per field, and a
+#: digest only for low-information images).
+SCHEMA_VERSION = 2
 #: Environment variable naming the cache folder (overrides the platform default).
 CACHE_DIR_ENV = "LEAKAUDIT_CACHE_DIR"
 DATABASE_NAME = f"hashes-v{SCHEMA_VERSION}.sqlite3"
@@ -122,26 +149,25 @@ _DETERMINISTIC_FAILURES = (
     "cannot decode image",
     "decompression bomb",
 )
-_COLUMNS = (
-    "context", "path", "size", "mtime_ns", "ctime_ns", "inode",
-    "phash", "dhash", "digest", "low_information", "error",
-)  # fmt: skip
-_SCHEMA = """
+# An entry's record: the identity (size, st_mtime_ns, st_ctime_ns, inode), then the
+# result (phash, dhash, digest, flags), little-endian. Packed in one BLOB so that a
+# lookup fetches two small values per row and compares identities as one array.
+_IDENTITY = struct.Struct("<qqqQ")
+_RESULT = struct.Struct("<QQQQ")
+_RECORD_SIZE = _IDENTITY.size + _RESULT.size
+_LOW_INFORMATION = 1  # flags bit
+_COLUMNS = ("context", "path", "record", "error")
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS entries (
     context INTEGER NOT NULL,
     path BLOB NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    ctime_ns INTEGER NOT NULL,
-    inode INTEGER NOT NULL,
-    phash INTEGER NOT NULL,
-    dhash INTEGER NOT NULL,
-    digest INTEGER NOT NULL,
-    low_information INTEGER NOT NULL,
+    record BLOB NOT NULL CHECK (length(record) = {_RECORD_SIZE}),
     error TEXT,
     PRIMARY KEY (context, path)
 ) WITHOUT ROWID
 """
+# A path key's directory part is made absolute once per directory, not once per file.
+_POSIX_PATHS = os.sep == "/" and os.altsep is None
 
 CacheSpec: TypeAlias = "bool | str | os.PathLike[str] | HashCache | None"
 """What ``cache=`` accepts: True (default folder), False/None (off), a folder, a HashCache."""
@@ -207,61 +233,94 @@ def resolve_cache(cache: CacheSpec) -> HashCache | None:
     )
 
 
-@dataclass(frozen=True)
-class _Identity:
-    """What a file must still be for its cached hashes to be served."""
+def _stat_identity(path: str) -> bytes | None:
+    """The packed identity of the regular file at ``path``; None when it cannot be cached.
 
-    path: bytes
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    inode: int
-
-    def row(self) -> tuple[int, int, int, int]:
-        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """A cached result: hashes (signed 64-bit, as SQLite stores them) or a failure."""
-
-    phash: int
-    dhash: int
-    digest: int
-    low_information: bool
-    error: str | None
-
-
-def _identity(path: str) -> _Identity | None:
-    """Stat ``path`` (following links); None when it cannot be cached (not a regular file)."""
+    (Size, mtime, ctime and inode: see "What makes an entry" above.)
+    """
     try:
         st = os.stat(path)
-        # abspath, not realpath: realpath costs an lstat per path component (a
-        # tenth of a second per 20k files), and the stat identity already tells
-        # two files apart, whatever links lead to them.
-        absolute = os.path.abspath(path)
     except (OSError, ValueError):  # missing, no permission, a link loop, a NUL in the name
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    return _Identity(os.fsencode(absolute), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    try:
+        return _IDENTITY.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    except struct.error:  # a timestamp beyond the int64 nanoseconds of 1678-2262
+        return None
 
 
-def _settled(identity: _Identity, started_ns: int) -> bool:
+def _identify(
+    names: Sequence[str], file_rows: Iterable[int]
+) -> tuple[list[int], list[bytes], list[bytes]]:
+    """Stat the files of ``file_rows``; return the cacheable rows, their keys and identities.
+
+    A key is the absolute path as bytes (non-UTF-8 names work): ``abspath``, not
+    ``realpath``, which costs an lstat per path component; the stat identity already
+    tells two files apart, whatever links lead to them. On POSIX the folder part is made
+    absolute once per folder, not once per file (``abspath`` per file cost as much as
+    the whole SQLite lookup on 20k files). This loop is most of what a second audit of
+    an unchanged folder does, hence :func:`_stat_identity` inlined.
+    """
+    rows: list[int] = []
+    keys: list[bytes] = []
+    identities: list[bytes] = []
+    prefixes: dict[str, bytes] = {}
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    stat_of, is_regular, pack = os.stat, stat.S_ISREG, _IDENTITY.pack
+    for row in file_rows:
+        path = names[row]
+        try:
+            st = stat_of(path)
+        except (OSError, ValueError):  # missing, no permission, a link loop, a NUL in the name
+            continue
+        if not is_regular(st.st_mode):
+            continue
+        try:
+            identity = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        except struct.error:  # a timestamp beyond the int64 nanoseconds of 1678-2262
+            continue
+        if _POSIX_PATHS:
+            head, separator, name = path.rpartition("/")
+            prefix = prefixes.get(head)
+            if prefix is None:
+                # "" is the current folder ("a.jpg") or the root ("/a.jpg").
+                prefix = os.fsencode(os.path.abspath(head or ("/" if separator else ".")))
+                if not prefix.endswith(b"/"):
+                    prefix += b"/"
+                prefixes[head] = prefix
+            # A regular file's last component is a name, never "." or "..": nothing to
+            # normalise.
+            key = prefix + name.encode(encoding, errors)
+        else:
+            key = os.fsencode(os.path.abspath(path))
+        rows.append(row)
+        keys.append(key)
+        identities.append(identity)
+    return rows, keys, identities
+
+
+def _settled(identity: bytes, started_ns: int) -> bool:
     """Whether any later write to the file must change its timestamps.
 
     True when the file's last change is older than ``started_ns`` (taken before
     it was read) by more than the timestamp granularity: 2 s when the stamps are
     whole seconds (FAT, HFS+, ext3), else 50 ms (a few clock ticks).
     """
-    newest = max(identity.mtime_ns, identity.ctime_ns)
-    coarse = identity.mtime_ns % 1_000_000_000 == 0 and identity.ctime_ns % 1_000_000_000 == 0
+    _, mtime_ns, ctime_ns, _ = (int(v) for v in _IDENTITY.unpack(identity))
+    newest = max(mtime_ns, ctime_ns)
+    coarse = mtime_ns % 1_000_000_000 == 0 and ctime_ns % 1_000_000_000 == 0
     margin = 2_000_000_000 if coarse else 50_000_000
     return newest < started_ns - margin
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
+@dataclass
+class _Found:
+    """What a lookup served, per wanted key: a hit flag and the stored result."""
+
+    hit: NDArray[np.bool_]
+    results: NDArray[np.uint64]  # (n, 4): phash, dhash, digest, flags; 0 where missed
+    errors: dict[int, str]
 
 
 @lru_cache(maxsize=1)
@@ -290,6 +349,9 @@ def hash_context(options: DecodeOptions) -> int:
     """
     import PIL
 
+    # Every field, by name: an option added to DecodeOptions is part of the key
+    # without anyone remembering to list it here.
+    decode = tuple((field.name, getattr(options, field.name)) for field in fields(options))
     text = repr(
         (
             HASH_VERSION,
@@ -297,10 +359,7 @@ def hash_context(options: DecodeOptions) -> int:
             PIL.__version__,
             np.__version__,
             Image.MAX_IMAGE_PIXELS,
-            options.min_side,
-            options.exif_transpose,
-            tuple(options.background),
-            options.max_pixels,
+            decode,
         )
     )
     return int.from_bytes(
@@ -346,7 +405,7 @@ class HashCache:
     ----------
     directory : str or os.PathLike
         The folder; created on first use. The database is
-        ``directory / "hashes-v1.sqlite3"``.
+        ``directory / "hashes-v2.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
 
     Notes
     -----
@@ -380,46 +439,84 @@ class HashCache:
 
     # ------------------------------------------------------------ public operations
 
-    def lookup(self, identities: dict[int, _Identity], context: int) -> dict[int, _Entry]:
-        """Return index -> entry for every identity with a current entry under ``context``."""
-        if not identities:
-            return {}
-        wanted: dict[bytes, list[int]] = {}
-        for index, identity in identities.items():
-            wanted.setdefault(identity.path, []).append(index)
-        paths = list(wanted)
+    def _lookup(self, keys: Sequence[bytes], identities: bytes, context: int) -> _Found:
+        """Serve every key whose entry under ``context`` has the packed identity given for it.
 
-        def select(db: sqlite3.Connection) -> dict[int, _Entry]:
-            found: dict[int, _Entry] = {}
-            for start in range(0, len(paths), _LOOKUP_BATCH):
-                batch = paths[start : start + _LOOKUP_BATCH]
-                marks = ",".join("?" * len(batch))
-                rows = db.execute(
-                    "SELECT path, size, mtime_ns, ctime_ns, inode, phash, dhash, digest, "
-                    f"low_information, error FROM entries WHERE context = ? AND path IN ({marks})",
-                    (context, *batch),
-                ).fetchall()
-                for path, *key, phash, dhash, digest, low, error in rows:
-                    for index in wanted[bytes(path)]:
-                        if identities[index].row() == tuple(key):
-                            found[index] = _Entry(phash, dhash, digest, bool(low), error)
-            return found
+        One read of the key range the wanted paths span (a folder's entries sit next
+        to each other in the primary key), the identities compared as one array;
+        batched ``IN`` queries instead when that range holds many other entries.
+        """
+        n = len(keys)
+        hit = np.zeros(n, dtype=np.bool_)
+        results = np.zeros((n, 4), dtype=np.uint64)
+        if not n:
+            return _Found(hit, results, {})
+        columns = "path, record, error"
 
-        return self._run(select) or {}
+        def select(db: sqlite3.Connection) -> tuple[tuple[bytes, ...], bytes, tuple[Any, ...]]:
+            limit = 2 * n + 1000
+            rows: list[Any] = db.execute(
+                f"SELECT {columns} FROM entries WHERE context = ? AND path BETWEEN ? AND ? LIMIT ?",
+                (context, min(keys), max(keys), limit),
+            ).fetchall()
+            if len(rows) == limit:
+                rows = []
+                unique = sorted(set(keys))
+                for start in range(0, len(unique), _LOOKUP_BATCH):
+                    batch = unique[start : start + _LOOKUP_BATCH]
+                    marks = ",".join("?" * len(batch))
+                    rows += db.execute(
+                        f"SELECT {columns} FROM entries WHERE context = ? AND path IN ({marks})",
+                        (context, *batch),
+                    ).fetchall()
+            if not rows:
+                return (), b"", ()
+            paths, records, reasons = zip(*rows, strict=True)
+            try:  # every record a BLOB of the right length (TEXT or numbers fail to join)
+                packed = b"".join(records) if set(map(len, records)) == {_RECORD_SIZE} else b""
+            except TypeError:
+                packed = b""
+            if not packed:
+                raise _Damaged("an entry's record is not what this version writes")
+            return paths, packed, reasons
 
-    def store(self, rows: Sequence[tuple[_Identity, _Entry]], context: int) -> None:
-        """Insert or replace the entries of ``rows`` under ``context`` (short batched writes)."""
+        selected = self._run(select)
+        if not selected or not selected[0]:
+            return _Found(hit, results, {})
+        paths, packed, reasons = selected
+        stored = np.frombuffer(packed, dtype="<u8").reshape(-1, 8)
+        position = dict(zip(paths, range(len(paths)), strict=True))
+        index = np.array(list(map(position.get, keys, repeat(-1))), dtype=np.intp)
+        wanted = np.frombuffer(identities, dtype="<u8").reshape(n, 4)
+        found = index >= 0
+        candidates = stored[np.where(found, index, 0)]
+        hit = found & (candidates[:, :4] == wanted).all(axis=1)
+        results = np.where(hit[:, None], candidates[:, 4:], 0).astype(np.uint64)
+        errors: dict[int, str] = {}
+        if reasons.count(None) < len(reasons):  # some entries are cached failures
+            failed = {k: reason for k, reason in enumerate(reasons) if reason is not None}
+            rows_failed = np.flatnonzero(hit & np.isin(index, list(failed)))
+            errors = {int(i): str(failed[int(index[i])]) for i in rows_failed}
+        return _Found(hit, results, errors)
+
+    def _store(self, rows: Sequence[tuple[bytes, bytes, str | None]], context: int) -> None:
+        """Insert or replace ``(key, record, error)`` rows under ``context``, in short batches."""
         if not rows:
             return
-        values = [
-            (
-                context, identity.path, *identity.row(),
-                entry.phash, entry.dhash, entry.digest, int(entry.low_information), entry.error,
-            )
-            for identity, entry in rows
-        ]  # fmt: skip
-        marks = ",".join("?" * len(_COLUMNS))
-        statement = f"INSERT OR REPLACE INTO entries ({','.join(_COLUMNS)}) VALUES ({marks})"
+        values = [(context, key, record, error) for key, record, error in rows]
+        statement = f"INSERT OR REPLACE INTO entries ({','.join(_COLUMNS)}) VALUES (?,?,?,?)"
+        self._write(statement, values)
+
+    def _replace_records(self, rows: Sequence[tuple[bytes, bytes, bytes]], context: int) -> None:
+        """Replace ``(key, old record, new record)`` where the entry still holds the old record.
+
+        An entry replaced meanwhile (another process saw the file change) is left alone.
+        """
+        values = [(new, context, key, old) for key, old, new in rows]
+        statement = "UPDATE entries SET record = ? WHERE context = ? AND path = ? AND record = ?"
+        self._write(statement, values)
+
+    def _write(self, statement: str, values: list[Any]) -> None:
         for start in range(0, len(values), _STORE_BATCH):
             batch = values[start : start + _STORE_BATCH]
 
@@ -600,6 +697,7 @@ def hash_sources_cached(
     workers: int | None = None,
     progress: bool | None = None,
     on_error: str = "warn",
+    dihedral: bool = False,
 ) -> HashTable:
     """:func:`~leakaudit.hashing.hash_sources`, served from the hash cache where possible.
 
@@ -617,8 +715,10 @@ def hash_sources_cached(
     cache : bool, str, os.PathLike, HashCache or None, default True
         True: the :func:`default_cache_dir`; a folder: that one; False/None:
         plain ``hash_sources``.
-    options, workers, progress, on_error
-        As in :func:`~leakaudit.hashing.hash_sources`.
+    options, workers, progress, on_error, dihedral
+        As in :func:`~leakaudit.hashing.hash_sources`. The cache holds no
+        orientation hashes: with ``dihedral=True`` every image is hashed (and
+        its entry stored for plain runs).
 
     Returns
     -------
@@ -635,15 +735,104 @@ def hash_sources_cached(
     >>> bool(first.phash[0] == second.phash[0])
     True
     """
+    table, _ = _hash_sources_cached(
+        sources,
+        cache=cache,
+        options=options,
+        workers=workers,
+        progress=progress,
+        on_error=on_error,
+        dihedral=dihedral,
+    )
+    return table
+
+
+@dataclass
+class _CachedFiles:
+    """What one cached hashing run knows about its file rows, for the digests asked for later.
+
+    ``rows[k]`` is the row of the ``k``-th cacheable file, ``keys[k]`` its cache key and
+    ``identities[k]`` the identity its result was served or hashed under; ``results``
+    holds every row's phash, dhash, digest (0: not computed) and flags.
+    """
+
+    store: HashCache
+    context: int
+    names: list[str]
+    rows: list[int]
+    keys: list[bytes]
+    identities: list[bytes]
+    results: NDArray[np.uint64]
+
+    def file_digests(self, rows: Sequence[int]) -> dict[int, int]:
+        """Return the BLAKE2b-64 of the bytes of the files of ``rows`` (valid file rows).
+
+        A digest an earlier run stored is served; otherwise the file is read, and its
+        digest is stored with its entry when the file kept the identity it was hashed
+        under while it was read and its last change is settled (the rule hashes are
+        stored by). Rows whose file is not cacheable, or changed since it was hashed,
+        are left out: the caller reads those itself.
+        """
+        slots = {row: k for k, row in enumerate(self.rows)}
+        digests: dict[int, int] = {}
+        updates: list[tuple[bytes, bytes, bytes]] = []
+        for row in rows:
+            slot = slots.get(row)
+            if slot is None:
+                continue
+            phash, dhash, known, flags = (int(v) for v in self.results[row])
+            if known:
+                digests[row] = known
+                continue
+            identity, path = self.identities[slot], self.names[row]
+            started_ns = time.time_ns()
+            if _stat_identity(path) != identity:
+                continue
+            try:
+                with open(path, "rb") as file:
+                    data = file.read()
+            except OSError:
+                continue
+            if _stat_identity(path) != identity:
+                continue
+            digest = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+            digests[row] = digest
+            self.results[row, 2] = digest
+            if _settled(identity, started_ns):
+                old = identity + _RESULT.pack(phash, dhash, known, flags)
+                new = identity + _RESULT.pack(phash, dhash, digest, flags)
+                updates.append((self.keys[slot], old, new))
+        self.store._replace_records(updates, self.context)
+        return digests
+
+
+def _hash_sources_cached(
+    sources: Sequence[ImageSource],
+    *,
+    cache: CacheSpec,
+    options: DecodeOptions,
+    workers: int | None,
+    progress: bool | None,
+    on_error: str,
+    dihedral: bool = False,
+) -> tuple[HashTable, _CachedFiles | None]:
+    """:func:`hash_sources_cached`, plus what it knows of the files (None: uncached)."""
     store = resolve_cache(cache)
     if store is None:
         table = hash_sources(
-            sources, options=options, workers=workers, progress=progress, on_error=on_error
+            sources,
+            options=options,
+            workers=workers,
+            progress=progress,
+            on_error=on_error,
+            dihedral=dihedral,
         )
-        return table
+        return table, None
     check_choice("on_error", on_error, ON_ERROR_CHOICES)
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    if not isinstance(dihedral, bool):
+        raise TypeError(f"dihedral must be a bool; got {describe(dihedral)}.")
     if isinstance(sources, (str, bytes, bytearray, os.PathLike, Image.Image)):
         raise TypeError(
             "sources must be a sequence of paths, bytes or PIL images; "
@@ -651,20 +840,38 @@ def hash_sources_cached(
         )
     items = list(sources)
     n = len(items)
-    for index, item in enumerate(items):
-        _check_source(item, index)
-    names = [_source_name(item, i) for i, item in enumerate(items)]
+    if set(map(type, items)) <= {str}:  # the audits' case: no check per item
+        names = cast("list[str]", items)
+        file_rows: Sequence[int] = range(n)
+    else:
+        for index, item in enumerate(items):
+            _check_source(item, index)
+        names = [_source_name(item, i) for i, item in enumerate(items)]
+        file_rows = [
+            i
+            for i, item in enumerate(items)
+            if isinstance(item, (str, os.PathLike)) and isinstance(os.fspath(item), str)
+        ]
     context = hash_context(options)
 
-    identities: dict[int, _Identity] = {}
-    for index, item in enumerate(items):
-        if isinstance(item, (str, os.PathLike)):
-            path = os.fspath(item)
-            identity = _identity(path) if isinstance(path, str) else None
-            if identity is not None:
-                identities[index] = identity
-    hits = store.lookup(identities, context)
-    misses = [i for i in range(n) if i not in hits]
+    # Stat every file; the cacheable ones (regular files) get a key and an identity.
+    rows, keys, identities = _identify(names, file_rows)
+    # Orientation hashes are not cached: a dihedral run hashes everything.
+    if dihedral:
+        found = _Found(np.zeros(len(keys), np.bool_), np.zeros((len(keys), 4), np.uint64), {})
+    else:
+        found = store._lookup(keys, b"".join(identities), context)
+
+    cached_rows = np.asarray(rows, dtype=np.intp)
+    results = np.zeros((n, 4), dtype=np.uint64)  # phash, dhash, digest, flags
+    results[cached_rows] = found.results
+    valid = np.zeros(n, dtype=np.bool_)
+    valid[cached_rows[found.hit]] = True
+    errors = {rows[k]: reason for k, reason in found.errors.items()}
+    valid[list(errors)] = False
+    served = np.zeros(n, dtype=np.bool_)
+    served[cached_rows[found.hit]] = True
+    misses = np.flatnonzero(~served).tolist()
 
     started_ns = time.time_ns()
     fresh = hash_sources(
@@ -673,56 +880,47 @@ def hash_sources_cached(
         workers=workers,
         progress=progress,
         on_error="ignore",
+        dihedral=dihedral,
     )
-
-    signed = np.zeros((n, 3), dtype=np.int64)  # phash, dhash, digest
-    low_information = np.zeros(n, dtype=np.bool_)
-    valid = np.zeros(n, dtype=np.bool_)
-    errors: dict[int, str] = {}
-    for index, entry in hits.items():
-        if entry.error is not None:
-            errors[index] = entry.error
-        else:
-            signed[index] = (entry.phash, entry.dhash, entry.digest)
-            low_information[index] = entry.low_information
-            valid[index] = True
     if misses:
-        rows = np.asarray(misses, dtype=np.intp)
-        signed[rows] = np.stack([fresh.phash, fresh.dhash, fresh.digest], axis=1).view(np.int64)
-        low_information[rows] = fresh.low_information
-        valid[rows] = fresh.valid
+        at = np.asarray(misses, dtype=np.intp)
+        results[at, 0] = fresh.phash
+        results[at, 1] = fresh.dhash
+        results[at, 2] = fresh.digest
+        results[at, 3] = fresh.low_information.astype(np.uint64) * _LOW_INFORMATION
+        valid[at] = fresh.valid
         for k, message in fresh.errors.items():
             errors[misses[k]] = message
 
-    new_rows: list[tuple[_Identity, _Entry]] = []
-    for k, index in enumerate(misses):
-        before = identities.get(index)
-        if before is None:
-            continue
-        reason = fresh.errors.get(k)
+    packed_results = results.astype("<u8", copy=False)
+    new_rows: list[tuple[bytes, bytes, str | None]] = []
+    for slot in np.flatnonzero(~found.hit).tolist():
+        row, before = rows[slot], identities[slot]
+        reason = errors.get(row)
         if reason is not None and not _cacheable_failure(reason):
             continue
-        if _identity(str(names[index])) != before or not _settled(before, started_ns):
+        if _stat_identity(names[row]) != before or not _settled(before, started_ns):
             continue  # changed while (or just before) it was read: hash it again next time
-        phash, dhash, digest = (int(v) for v in signed[index])
-        new_rows.append(
-            (before, _Entry(phash, dhash, digest, bool(low_information[index]), reason))
-        )
-    store.store(new_rows, context)
+        new_rows.append((keys[slot], before + packed_results[row].tobytes(), reason))
+    store._store(new_rows, context)
 
-    unsigned = signed.view(np.uint64)
+    low_information = (results[:, 3] & _LOW_INFORMATION).astype(np.bool_)
     table = HashTable(
         sources=names,
-        phash=unsigned[:, 0].copy(),
-        dhash=unsigned[:, 1].copy(),
-        digest=unsigned[:, 2].copy(),
+        phash=results[:, 0].copy(),
+        dhash=results[:, 1].copy(),
+        # Only low-information rows carry their digest (an uncached run computes no other).
+        digest=np.where(low_information, results[:, 2], np.uint64(0)),
         low_information=low_information,
         valid=valid,
         errors=dict(sorted(errors.items())),
     )
+    if fresh.orientations is not None:  # dihedral: every row was hashed, in order
+        table.orientations = fresh.orientations
     if table.errors and on_error == "raise":
         first = min(table.errors)
         raise ImageLoadError(names[first], table.errors[first])
     if table.errors and on_error == "warn":
-        warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=2)
-    return table
+        warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=3)
+    files = _CachedFiles(store, context, names, rows, keys, identities, results)
+    return table, files

@@ -99,6 +99,34 @@ def _fail_limit(text: str) -> tuple[float, bool]:
     return value, is_percent
 
 
+def _threshold_rule(text: str) -> tuple[str | None, int]:
+    key, _, number = text.rpartition("=")
+    try:
+        value = int(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be N or SPLIT=N / PATTERN=N with N an int in [0, 64]; got {text!r}"
+        ) from None
+    if not 0 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be an int in [0, 64]; got {number!r}")
+    if "=" in text and not key:
+        raise argparse.ArgumentTypeError(f"the split or pattern before '=' is empty in {text!r}")
+    return (key if "=" in text else None), value
+
+
+def _threshold_spec(rules: list[tuple[str | None, int]] | None) -> int | dict[str, int] | None:
+    """``--threshold`` values as audit_splits takes them (the last plain N is the default)."""
+    if not rules:
+        return None
+    named = {key: value for key, value in rules if key is not None}
+    plain = [value for key, value in rules if key is None]
+    if not named:
+        return plain[-1]
+    if plain:
+        named["*"] = plain[-1]
+    return named
+
+
 def _add_common(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("audit options")
     group.add_argument(
@@ -110,10 +138,20 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--threshold",
-        type=int,
+        type=_threshold_rule,
+        action="append",
         default=None,
+        metavar="[SPLIT|PATTERN=]N",
         help="largest Hamming distance counted as a duplicate "
-        f"(default per hash: {', '.join(f'{k} {v}' for k, v in DEFAULT_THRESHOLDS.items())})",
+        f"(default per hash: {', '.join(f'{k} {v}' for k, v in DEFAULT_THRESHOLDS.items())}); "
+        "repeat as SPLIT=N or PATTERN=N for per-source thresholds (e.g. --threshold test=4 "
+        "--threshold 'screenshots/*=2'); a pair links within the smaller of its two images' "
+        "thresholds",
+    )
+    group.add_argument(
+        "--dihedral",
+        action="store_true",
+        help="also match mirrored, flipped and 90/180/270-degree rotated copies",
     )
     group.add_argument(
         "--workers", type=int, default=None, help="processes for hashing (default: all cores)"
@@ -123,6 +161,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="hash the stored pixels, ignoring the EXIF orientation (default: hash images "
         "as they are displayed)",
+    )
+    group.add_argument(
+        "--trim-borders",
+        action="store_true",
+        help="trim uniform borders (letterbox, pillarbox, padding, transparent margins) "
+        "before hashing, so padded copies match",
     )
     group.add_argument(
         "--no-cache",
@@ -323,11 +367,14 @@ def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageRepo
         report = audit_splits(
             splits,
             method=args.method,
-            threshold=args.threshold,
+            threshold=_threshold_spec(args.threshold),
             workers=args.workers,
             progress=_progress(args),
-            decode=DecodeOptions(exif_transpose=not args.raw_orientation),
+            decode=DecodeOptions(
+                exif_transpose=not args.raw_orientation, trim_borders=args.trim_borders
+            ),
             cache=cache,
+            dihedral=args.dihedral,
         )
     for warning in caught:
         log.warning("%s", warning.message)

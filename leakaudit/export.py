@@ -72,7 +72,7 @@ PAIR_COLUMNS = [
     "similarity",
 ]
 #: Values of the pairs table's ``stage`` column, cheapest evidence first.
-PAIR_STAGES = ("exact bytes", "hash", "embedding", "transitive")
+PAIR_STAGES = ("exact bytes", "hash", "dihedral hash", "embedding", "transitive")
 GROUP_COLUMNS = [
     "group_id",
     "kind",
@@ -140,6 +140,71 @@ def _distance(columns: list[NDArray[np.uint64]], i: NDArray[np.int64], j: NDArra
     return result
 
 
+class _PairDistances:
+    """Distances of row pairs as the audit saw them.
+
+    The plain distance of :func:`table_distances`; with dihedral matching
+    (``report.orientations``) the smallest over the two rows' canonical
+    orientation entries (what the search compared); with per-source
+    thresholds (a ``threshold`` column) each pair's limit is the smaller of
+    its rows'.
+    """
+
+    def __init__(self, report: LeakageReport, table: pd.DataFrame) -> None:
+        method = _method(report)
+        self.columns, self.valid = table_distances(table, method)
+        self.threshold = _threshold(report)
+        self.limits: NDArray[np.int64] | None = None
+        if "threshold" in table.columns:
+            self.limits = table["threshold"].to_numpy(dtype=np.int64)
+            self.threshold = int(self.limits.max()) if len(self.limits) else None
+        self.entries: list[NDArray[np.uint64]] | None = None
+        orientations = report.orientations
+        if orientations is not None and len(orientations):
+            by_method = {"phash": [orientations.phash], "dhash": [orientations.dhash]}
+            self.entries = by_method.get(method or "", [orientations.phash, orientations.dhash])
+            rows = np.arange(len(table))
+            self.start = np.searchsorted(orientations.owner, rows, side="left")
+            self.count = np.searchsorted(orientations.owner, rows, side="right") - self.start
+
+    def plain(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+        return _distance(self.columns, a, b)  # type: ignore[no-any-return]
+
+    def turned(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Smallest distance over the orientation entries (65 where a row has none)."""
+        a, b = np.broadcast_arrays(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+        result = np.full(len(a), 65, dtype=np.int64)
+        if self.entries is None or not len(a):
+            return result
+        count_a, count_b = self.count[a], self.count[b]
+        per_pair = count_a * count_b
+        pair = np.repeat(np.arange(len(a)), per_pair)
+        offset = np.arange(int(per_pair.sum())) - np.repeat(
+            np.cumsum(per_pair) - per_pair, per_pair
+        )
+        ia = self.start[a][pair] + offset // count_b[pair]
+        ib = self.start[b][pair] + offset % count_b[pair]
+        distance = np.zeros(len(pair), dtype=np.int64)
+        for values in self.entries:
+            distance = np.maximum(distance, np.bitwise_count(values[ia] ^ values[ib]))
+        np.minimum.at(result, pair, distance)
+        return result
+
+    def __call__(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The distance the search linked by: the orientation entries' where both rows have them."""
+        plain = self.plain(a, b)
+        if self.entries is None:
+            return plain
+        turned = self.turned(a, b)
+        both = (self.count[a] > 0) & (self.count[b] > 0)
+        return np.where(both, turned, plain)
+
+    def limit(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64] | int | None:
+        if self.limits is not None:
+            return np.minimum(self.limits[a], self.limits[b])
+        return self.threshold
+
+
 def _method(report: LeakageReport) -> str | None:
     method = report.parameters.get("method")
     return method if isinstance(method, str) else None
@@ -180,21 +245,23 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     list only their pairs within the threshold. ``distance`` is the one the
     threshold applies to (for ``phash+dhash``, the larger of the two);
     ``within_threshold`` says whether the pair links directly (grouping is
-    transitive, so a group can hold farther pairs). Rows follow the report's
+    transitive, so a group can hold farther pairs); with per-source
+    thresholds, within the smaller of the two images' thresholds. Rows follow the report's
     group order, closest pairs first within a group; ``split_a`` comes before
     ``split_b`` in split order.
 
-    ``stage`` says what links the pair directly, cheapest evidence first:
-    ``"exact bytes"`` (equal ``digest``: byte-identical files, or identical
-    pixels for in-memory images), ``"hash"`` (within the threshold),
-    ``"embedding"`` (cosine similarity at or above the embedding stage's
-    threshold; ``similarity`` holds it) or ``"transitive"`` (no direct link:
-    the two are joined through other members). ``similarity`` is missing
-    unless the embedding stage compared the pair.
+    ``stage`` says what links the pair directly, cheapest evidence first: ``"exact bytes"``
+    (equal ``digest``: byte-identical files, or identical pixels for in-memory images),
+    ``"hash"`` (within the threshold), ``"dihedral hash"`` (with dihedral matching, where
+    ``distance`` is the one between the images turned to their canonical orientation: within the
+    threshold turned, but not as they are: a mirrored, flipped or rotated copy), ``"embedding"``
+    (cosine similarity at or above the embedding stage's threshold; ``similarity`` holds it) or
+    ``"transitive"`` (no direct link: the two are joined through other members). ``similarity``
+    is missing unless the embedding stage compared the pair.
     """
     table = _require_table(report)
-    columns, valid = table_distances(table, _method(report))
-    threshold = _threshold(report)
+    distances = _PairDistances(report, table)
+    columns, valid, threshold = distances.columns, distances.valid, distances.threshold
     digests = (
         table["digest"].astype(object).where(table["digest"].notna(), None).to_numpy()
         if "digest" in table
@@ -214,6 +281,10 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
         rows = rows[valid[rows]]
         if len(rows) <= _ALL_PAIRS_MAX_MEMBERS or threshold is None:
             ii, jj = np.triu_indices(len(rows), k=1)
+        elif distances.entries is not None:
+            ii, jj = np.triu_indices(len(rows), k=1)
+            near = distances(rows[ii], rows[jj]) <= threshold
+            ii, jj = ii[near], jj[near]
         else:
             from leakaudit.search import pairs_within
 
@@ -236,14 +307,16 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
         rank_b = np.array([split_rank.get(str(s), len(split_rank)) for s in splits[b]], dtype=int)
         swap = rank_b < rank_a
         a, b = np.where(swap, b, a), np.where(swap, a, b)
-        distance = _distance(columns, a, b)
+        plain = distances.plain(a, b)
+        distance = distances(a, b)
+        limit = distances.limit(a, b)
         similarity = np.array(
             [similar.get((min(x, y), max(x, y)), np.nan) for x, y in zip(a, b, strict=True)],
             dtype=np.float64,
         )
         keep = np.ones(len(a), dtype=bool)
-        if len(rows) > _ALL_PAIRS_MAX_MEMBERS and threshold is not None:
-            keep = (distance <= threshold) | ~np.isnan(similarity)
+        if len(rows) > _ALL_PAIRS_MAX_MEMBERS and limit is not None:
+            keep = (distance <= limit) | ~np.isnan(similarity)
         part = pd.DataFrame(
             {
                 "group_id": group_id,
@@ -252,8 +325,11 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
                 "split_b": splits[b],
                 "path_b": paths[b],
                 "distance": distance,
-                "stage": _pair_stages(a, b, distance, threshold, digests, low, similarity),
+                "stage": _pair_stages(a, b, plain, distance, limit, digests, low, similarity),
                 "similarity": similarity,
+                "within_threshold": (
+                    distance <= limit if limit is not None else np.full(len(a), pd.NA, dtype=object)
+                ),
             }
         )[keep]
         frames.append(part.sort_values("distance", kind="stable"))
@@ -261,9 +337,8 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
         return _empty(PAIR_COLUMNS)
     pairs = pd.concat(frames, ignore_index=True)
     pairs["distance"] = pairs["distance"].astype(int)
-    pairs["within_threshold"] = (
-        pairs["distance"] <= threshold if threshold is not None else pd.Series(pd.NA, dtype=object)
-    )
+    if threshold is not None:
+        pairs["within_threshold"] = pairs["within_threshold"].astype(bool)
     result: pd.DataFrame = pairs[PAIR_COLUMNS]
     return result
 
@@ -282,8 +357,9 @@ def _embedding_similarities(report: LeakageReport) -> dict[tuple[int, int], floa
 def _pair_stages(
     a: NDArray[np.int64],
     b: NDArray[np.int64],
+    plain: NDArray[np.int64],
     distance: NDArray[np.int64],
-    threshold: int | None,
+    limit: NDArray[np.int64] | int | None,
     digests: NDArray[Any],
     low: NDArray[np.bool_],
     similarity: NDArray[np.float64],
@@ -291,9 +367,12 @@ def _pair_stages(
     """The cheapest stage that links each pair directly (see :func:`pair_table`)."""
     stage = np.full(len(a), "transitive", dtype=object)
     stage[~np.isnan(similarity)] = "embedding"
-    if threshold is not None:
+    if limit is not None:
         # Low-information rows never link by hash, only by identical bytes.
-        stage[(distance <= threshold) & ~low[a] & ~low[b]] = "hash"
+        hashable = ~low[a] & ~low[b]
+        linked = (distance <= limit) & hashable
+        stage[linked] = "dihedral hash"
+        stage[linked & (plain <= limit)] = "hash"
     same_bytes = np.array(
         [digests[x] is not None and digests[x] == digests[y] for x, y in zip(a, b, strict=True)],
         dtype=bool,
@@ -422,7 +501,8 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
         Columns :data:`MATCH_COLUMNS`, in the report's group order.
     """
     table = _require_table(report)
-    columns, valid = table_distances(table, _method(report))
+    distances = _PairDistances(report, table)
+    valid = distances.valid
     order = [str(s) for s in report.images_by_split.index]
     by_group, splits, paths = _member_index(table)
     records: list[dict[str, Any]] = []
@@ -438,7 +518,7 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
         ref = rows[splits[rows] == home]
         others = rows[(splits[rows] != home) & pd.notna(splits[rows])]
         for row in others:
-            distance = _distance(columns, np.full(len(ref), row), ref)
+            distance = distances(np.full(len(ref), row), ref)
             best = int(np.argmin(distance))
             records.append(
                 {

@@ -294,22 +294,38 @@ def fuzzy_edges(
     *,
     second: NDArray[np.uint64] | None = None,
     second_threshold: int | None = None,
+    owner: NDArray[np.int64] | None = None,
+    limits: NDArray[np.int64] | None = None,
 ) -> Iterator[NDArray[np.int64]]:
-    """Yield index pairs (into ``values``) within ``threshold`` among ``linkable`` rows.
+    """Yield row pairs whose hashes lie within ``threshold`` among ``linkable`` rows.
 
     With ``second`` given, a pair must also lie within ``second_threshold`` on
     that second hash (both hashes agreeing).
+
+    ``owner`` makes ``values`` (and ``second``) *entries*: several hashes per
+    row (its orientations, for dihedral matching), entry ``k`` belonging to row
+    ``owner[k]``; two rows link when any entry of one is within reach of any
+    entry of the other. ``limits`` gives each row its own largest distance: a
+    pair links when within the smaller of its two rows' limits, on both hashes
+    (``threshold`` must then be at least the largest limit).
     """
-    rows = np.flatnonzero(linkable)
-    if rows.size < 2:
+    entry_rows = owner if owner is not None else np.arange(len(values), dtype=np.int64)
+    entries = np.flatnonzero(linkable[entry_rows])
+    if entries.size < 2:
         return
-    for chunk in iter_pairs_within(values[rows], threshold):
-        pairs = rows[chunk]
-        if second is not None and second_threshold is not None:
-            distance = popcount64(second[pairs[:, 0]] ^ second[pairs[:, 1]])
-            pairs = pairs[distance <= second_threshold]
-        if pairs.size:
-            yield pairs
+    for chunk in iter_pairs_within(values[entries], threshold):
+        pairs = entries[chunk]
+        rows = entry_rows[pairs]
+        keep = rows[:, 0] != rows[:, 1]
+        if limits is not None:
+            limit = np.minimum(limits[rows[:, 0]], limits[rows[:, 1]])
+            keep &= popcount64(values[pairs[:, 0]] ^ values[pairs[:, 1]]) <= limit
+            if second is not None:
+                keep &= popcount64(second[pairs[:, 0]] ^ second[pairs[:, 1]]) <= limit
+        elif second is not None and second_threshold is not None:
+            keep &= popcount64(second[pairs[:, 0]] ^ second[pairs[:, 1]]) <= second_threshold
+        if keep.any():
+            yield rows[keep]
 
 
 def find_duplicate_groups(hash_df: pd.DataFrame, threshold: int = 5) -> pd.DataFrame:
@@ -367,8 +383,17 @@ def group_labels_for_frame(
     *,
     second: NDArray[np.uint64] | None = None,
     second_threshold: int | None = None,
+    orientations: tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint64] | None]
+    | None = None,
+    limits: NDArray[np.int64] | None = None,
 ) -> NDArray[np.int64]:
-    """Group labels for a hash table, honouring ``low_information`` rows."""
+    """Group labels for a hash table, honouring ``low_information`` rows.
+
+    ``orientations`` is ``(owner, values, second)`` of the rows' orientation
+    entries (dihedral matching, see :class:`~leakaudit.hashing.OrientationHashes`),
+    searched instead of ``values``/``second``; ``limits`` are per-row
+    thresholds (see :func:`fuzzy_edges`).
+    """
     n = len(hash_df)
     if "low_information" in hash_df.columns:
         low = hash_df["low_information"].fillna(False).to_numpy(dtype=bool)
@@ -378,7 +403,27 @@ def group_labels_for_frame(
     linkable = valid & ~low
 
     def edges() -> Iterator[NDArray[np.int64]]:
-        if second is None:
+        if orientations is not None:
+            owner, entry_values, entry_second = orientations
+            yield from fuzzy_edges(
+                entry_values,
+                threshold,
+                linkable,
+                second=entry_second,
+                second_threshold=second_threshold,
+                owner=owner,
+                limits=limits,
+            )
+        elif limits is not None:
+            yield from fuzzy_edges(
+                values,
+                threshold,
+                linkable,
+                second=second,
+                second_threshold=second_threshold,
+                limits=limits,
+            )
+        elif second is None:
             # One hash: the grouping engine merges identical hashes directly and lets the
             # search skip buckets already joined, far cheaper than streaming every pair.
             fuzzy = group_labels_within(values, threshold, valid=valid, linkable=linkable)

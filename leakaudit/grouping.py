@@ -48,6 +48,10 @@ class _Forest:
         """Each node's root; the forest is kept flat, so this is the parent array itself."""
         return self.parent
 
+    def sync(self) -> None:
+        """Merge the pending edges now (the search prunes with what is merged)."""
+        self._merge_pending()
+
     def add(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> None:
         self.pending.append((a, b))
         self.pending_count += a.size

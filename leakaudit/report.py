@@ -6,12 +6,15 @@ import json
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from leakaudit.grouping import group_spread
+
+if TYPE_CHECKING:
+    from leakaudit.hashing import OrientationHashes
 
 __all__ = ["LargeGroupWarning", "LeakageReport", "dhash_audit"]
 
@@ -79,6 +82,10 @@ class LeakageReport:
         where the hash stage had linked them already); None otherwise. The
         pairs table (``pair_table``) turns them into its ``stage`` and
         ``similarity`` columns.
+    orientations : OrientationHashes or None
+        With dihedral matching: each row's orientation entries
+        (:class:`~leakaudit.hashing.OrientationHashes`), from which the pairs
+        table computes distances under flips and rotations; None otherwise.
     """
 
     leaked_groups: pd.DataFrame
@@ -92,6 +99,7 @@ class LeakageReport:
     parameters: dict[str, Any] = field(default_factory=dict)
     table: pd.DataFrame | None = field(default=None, repr=False)
     embedding_pairs: pd.DataFrame | None = field(default=None, repr=False)
+    orientations: OrientationHashes | None = field(default=None, repr=False)
 
     @property
     def has_leakage(self) -> bool:

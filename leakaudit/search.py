@@ -35,7 +35,7 @@ import itertools
 import math
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -59,6 +59,11 @@ _PROBE_ELEMENTS = 1 << 18
 _WINDOW_ELEMENTS = 1 << 18
 # Threads for the probing (numpy releases the GIL in its loops); results stay in order.
 _THREADS = min(2, os.cpu_count() or 1)
+# Grouping: a plan is searched by _dense_links when its first band's buckets hold more than
+# this many pairs per value (clumpy data).
+_DENSE_PAIRS_PER_VALUE = 4
+# Grouping, dense bands: the first chunk of probing values; chunks then double up to 1/32 of n.
+_FIRST_CHUNK = 1 << 12
 # Buckets of at most this many members probe member by member (see _band_pairs).
 _PER_MEMBER_MAX = 4
 _SAMPLE_SIZE = 1024
@@ -364,24 +369,34 @@ def iter_unique_pairs(
 class Components(Protocol):
     """What the search may ask of a union-find being filled from its output (see grouping).
 
-    ``version`` changes whenever components merge; ``roots()`` returns each value's current root.
+    ``version`` changes whenever components merge; ``roots()`` returns each value's current root
+    (as of the last merge; equal roots always mean one component); ``sync()`` merges every pair
+    yielded so far, so that the search can prune with them at once.
     """
 
     version: int
 
     def roots(self) -> NDArray[np.int64]: ...
 
+    def sync(self) -> None: ...
+
 
 def iter_linking_pairs(
-    unique: NDArray[np.uint64], threshold: int, components: Components
+    unique: NDArray[np.uint64],
+    threshold: int,
+    components: Components,
+    *,
+    plan: SearchPlan | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield enough pairs within ``threshold`` to connect what all of them would connect.
 
     For grouping: the caller merges the pairs into ``components`` as they come, and the search
     skips whole buckets (and pairs of buckets) whose members are already one component, which on
-    clumpy data avoids enumerating most of the (possibly billions of) near pairs. Pairs may repeat.
+    clumpy data avoids enumerating most of the (possibly billions of) near pairs. Pairs may repeat,
+    and a pair whose ends are already one component may be left out. ``plan`` overrides the cost
+    model, as in :func:`iter_unique_pairs`.
     """
-    return _search(unique, threshold, None, components)
+    return _search(unique, threshold, plan, components)
 
 
 def _search(
@@ -401,6 +416,12 @@ def _search(
     covered = sum(r + 1 for r in plan.radii)
     if covered <= threshold:
         raise ValueError(f"plan covers distance < {covered}; threshold {threshold} needs more.")
+    if components is not None:
+        first = _DenseBand(unique, plan.band_masks[0], plan.radii[0])
+        if first.dense:
+            yield from _dense_links(unique, threshold, plan, components, first)
+            return
+        del first
     if _THREADS <= 1:
         for index in range(len(plan.band_masks)):
             yield from _band_pairs(unique, threshold, plan, index, components)
@@ -585,6 +606,226 @@ def _sort_band(
     return order, keys[order]
 
 
+def _apart(
+    components: Components, a: NDArray[np.int64], b: NDArray[np.int64]
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Yield the pairs whose ends are not yet one component (as of the last merge)."""
+    roots = components.roots()
+    keep = roots[a] != roots[b]
+    if keep.any():
+        yield a[keep], b[keep]
+
+
+def _bucket_finder(
+    bucket_keys: NDArray[Any], width: int
+) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
+    """Return a function from band keys to the index of their bucket in ``bucket_keys``, or -1.
+
+    Bands up to :data:`_DIRECT_TABLE_MAX_BITS` bits use a direct-address table. Wider bands use a
+    hash table: keys sorted by a multiplicative hash slot (about two slots per bucket), and a
+    direct table from each slot to its run of keys. Runs are short (usually 0 or 1 keys), so a
+    few vectorised bisection steps over the probed keys that hit a non-empty run finish the
+    search: two adjacent table reads per probe instead of a binary search over the whole sorted
+    table, whose cache misses made wide bands an order of magnitude slower to probe.
+    """
+    count = bucket_keys.size
+    index_dtype = np.int32 if count < 2**31 else np.int64
+    if width <= _DIRECT_TABLE_MAX_BITS:
+        table = np.full(1 << width, -1, dtype=index_dtype)
+        table[bucket_keys] = np.arange(count, dtype=index_dtype)
+
+        def find_direct(query: NDArray[Any]) -> NDArray[np.int64]:
+            found: NDArray[np.int64] = table[query].astype(np.int64)
+            return found
+
+        return find_direct
+    # A multiplicative hash picks each key's slot: band keys of clumpy data share long prefixes,
+    # so a table over the keys' top bits would put hundreds of them in one slot.
+    slot_bits = min(_DIRECT_TABLE_MAX_BITS, max(16, count.bit_length() + 1))
+    key_type = bucket_keys.dtype.type
+    multiplier = key_type(0x9E3779B1 if key_type == np.uint32 else 0x9E3779B97F4A7C15)
+    shift = key_type(8 * bucket_keys.itemsize - slot_bits)
+
+    def slot_of(keys: NDArray[Any]) -> NDArray[np.intp]:
+        slots: NDArray[np.intp] = ((keys * multiplier) >> shift).astype(np.intp)
+        return slots
+
+    slots = slot_of(bucket_keys)
+    by_slot = np.argsort(slots, kind="stable")  # keys were sorted, so each slot's run is too
+    slot_keys = bucket_keys[by_slot]
+    first = np.zeros((1 << slot_bits) + 1, dtype=index_dtype)
+    np.cumsum(np.bincount(slots, minlength=1 << slot_bits), out=first[1:])
+    del slots
+
+    def find_hashed(query: NDArray[Any]) -> NDArray[np.int64]:
+        slot = slot_of(query)
+        low = first[slot]
+        high = first[slot + 1]
+        found = np.full(query.size, -1, dtype=np.int64)
+        active = np.flatnonzero(high > low)
+        lo = low[active].astype(np.int64)
+        hi = high[active].astype(np.int64)
+        wanted = query[active]
+        del slot, low, high
+        # Invariant: the key, if present, lies in [lo, hi); stop when every run has one key.
+        wide = np.flatnonzero(hi - lo > 1)
+        while wide.size:
+            middle = (lo[wide] + hi[wide]) // 2
+            right = slot_keys[middle] <= wanted[wide]
+            lo[wide[right]] = middle[right]
+            hi[wide[~right]] = middle[~right]
+            wide = wide[hi[wide] - lo[wide] > 1]
+        match = slot_keys[lo] == wanted
+        found[active[match]] = by_slot[lo[match]]
+        return found
+
+    return find_hashed
+
+
+class _DenseBand:
+    """One band of a plan, bucketed for :func:`_dense_links` (grouping dense, clumpy data)."""
+
+    def __init__(self, unique: NDArray[np.uint64], mask: int, radius: int) -> None:
+        n = unique.size
+        self.width = bin(mask).count("1")
+        self.radius = radius
+        self.order, sorted_keys = _sort_band(unique, mask)
+        boundary = np.empty(n, dtype=np.bool_)
+        boundary[0] = True
+        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
+        self.starts = np.flatnonzero(boundary)
+        del boundary
+        self.counts = np.diff(np.append(self.starts, n))
+        key_dtype = np.uint32 if self.width <= 32 else np.uint64
+        self.member_keys = sorted_keys.astype(key_dtype)
+        del sorted_keys
+        self.sorted_hashes = unique[self.order]
+        within = float(np.dot(self.counts.astype(np.float64), self.counts - 1.0)) / 2
+        # Clumpy data: buckets hold many more pairs than values (uniform data: far fewer).
+        self.dense = within > _DENSE_PAIRS_PER_VALUE * n
+        self._find: Callable[[NDArray[Any]], NDArray[np.int64]] | None = None
+        self._probing: NDArray[np.int64] | None = None
+
+    def find(self) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
+        if self._find is None:
+            self._find = _bucket_finder(self.member_keys[self.starts], self.width)
+        return self._find
+
+    def probing(self) -> NDArray[np.int64]:
+        """Positions in probing order: one member of every bucket (densest first), then another.
+
+        Each probing member links the bucket mates within reach, which then need not probe.
+        """
+        if self._probing is None:
+            rank = np.arange(self.order.size, dtype=np.int64)
+            rank -= np.repeat(self.starts, self.counts)
+            self._probing = np.lexsort((-np.repeat(self.counts, self.counts), rank))
+        return self._probing
+
+
+def _dense_links(
+    unique: NDArray[np.uint64],
+    t: int,
+    plan: SearchPlan,
+    components: Components,
+    first: _DenseBand,
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Yield links on dense, clumpy data, skipping what is already in the giant component.
+
+    Clumpy data (real dHash values) has a dense core whose near pairs number in the billions and
+    which ends up as one giant component. The search runs in passes, one per band and flip
+    weight ``w`` (the band keys that differ in exactly ``w`` bits; ``w = 0`` is a value's own
+    bucket), all weight-0 passes first, then weight 1, and so on: the cheap passes link most of
+    the core before the costly ones. In a pass, values probe with every flip mask of that
+    weight and are compared with every member of each bucket found; a value in the giant
+    component (the largest one when the pass starts) does not probe. That is exact: a pair
+    within the band's weight ``w`` of which neither end probed in pass ``w`` lies inside the giant
+    component, since membership only grows.
+    """
+    bands = [first]
+    bands.extend(
+        _DenseBand(unique, mask, radius)
+        for mask, radius in zip(plan.band_masks[1:], plan.radii[1:], strict=True)
+    )
+    giant = -1
+    for weight in range(max(plan.radii) + 1):
+        for band in bands:
+            if band.radius >= weight:
+                giant = yield from _dense_pass(band, weight, t, components, giant)
+
+
+def _dense_pass(
+    band: _DenseBand, weight: int, t: int, components: Components, giant: int
+) -> Generator[tuple[NDArray[np.int64], NDArray[np.int64]], None, int]:
+    """One pass of :func:`_dense_links`; returns the giant component's value for the next."""
+    key_dtype = band.member_keys.dtype.type
+    masks = np.array(
+        [
+            sum(1 << bit for bit in bits)
+            for bits in itertools.combinations(range(band.width), weight)
+        ],
+        dtype=np.uint64,
+    ).astype(key_dtype)
+    find = band.find()
+    starts, counts, order = band.starts, band.counts, band.order
+    sorted_hashes, member_keys = band.sorted_hashes, band.member_keys
+    step = max(1, _PROBE_ELEMENTS // masks.size)
+    n = order.size
+
+    def probe(chosen: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        query = member_keys[chosen][:, None] ^ masks[None, :]
+        bucket = find(query.reshape(-1))
+        del query
+        hit = np.flatnonzero(bucket >= 0)
+        found = bucket[hit]
+        row = chosen[hit // masks.size]
+        del bucket, hit
+        firsts: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
+        seconds: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
+        for p, q in _range_pairs(sorted_hashes, row, starts[found], counts[found], t):
+            other = p != q
+            firsts.append(order[p[other]])
+            seconds.append(order[q[other]])
+        return np.concatenate(firsts), np.concatenate(seconds)
+
+    if giant >= 0:  # the largest component now, which may have overtaken the previous giant
+        giant = int(np.argmax(np.bincount(components.roots(), minlength=1)))
+    probing = band.probing()
+    # Without a giant component yet, start small: the first chunk forms it.
+    chunk = _FIRST_CHUNK if giant < 0 else max(_FIRST_CHUNK, n // 32)
+    done = 0
+    while done < n:
+        positions = probing[done : done + chunk]
+        done += positions.size
+        chunk = min(2 * chunk, max(_FIRST_CHUNK, n // 32))
+        if giant >= 0:
+            roots = components.roots()
+            positions = positions[roots[order[positions]] != roots[giant]]
+            del roots
+        tasks = ((positions[k : k + step],) for k in range(0, positions.size, step))
+        for a, b in _map_ordered(probe, tasks):
+            if a.size:
+                yield from _apart(components, a, b)
+        components.sync()
+        if giant < 0:
+            giant = int(np.argmax(np.bincount(components.roots(), minlength=1)))
+        if os.environ.get("LA_DEBUG"):
+            import time as _t
+
+            r = components.roots()
+            print(
+                "   chunk",
+                band.width,
+                weight,
+                done,
+                positions.size,
+                round(float((r == r[giant]).mean()), 3),
+                round(_t.perf_counter(), 1),
+                flush=True,
+            )
+    return giant
+
+
 def _band_pairs(
     unique: NDArray[np.uint64],
     t: int,
@@ -633,7 +874,9 @@ def _band_pairs(
             for other_mask, other_radius in earlier:
                 first &= np.bitwise_count(diff & np.uint64(other_mask)) > other_radius
             p, q = p[first], q[first]
-        if p.size:
+        if components is not None and p.size:
+            yield from _apart(components, order[p], order[q])
+        elif p.size:
             yield order[p], order[q]
 
     # Pairs inside a bucket (band distance 0): each position with the rest of its bucket.
@@ -696,13 +939,8 @@ def _band_pairs(
 
     flips_by_top = _flip_masks_by_top_bit(width, radius)
     if width > _DIRECT_TABLE_MAX_BITS:
-        # Wide bands: bucket keys are found by binary search.
-        def lookup(query: NDArray[np.unsignedinteger]) -> NDArray[np.int64]:
-            found = np.searchsorted(compact_keys, query).astype(np.int64)
-            found[found == bucket_count] = 0
-            found[compact_keys[found] != query] = -1
-            return found
-
+        # Wide bands: bucket keys are found through a table of key prefixes (see _bucket_finder).
+        lookup = _bucket_finder(compact_keys, width)
         for top, flips in enumerate(flips_by_top):
             # Probe only from buckets whose key has the mask's top bit clear: the partner then
             # has it set, so each unordered pair of buckets is met once.

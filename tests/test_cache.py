@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
+import struct
 import sys
 import time
 import warnings
@@ -48,18 +49,48 @@ def assert_same_table(actual: HashTable, expected: HashTable) -> None:
 
 
 def entries(cache: HashCache) -> list[tuple[bytes, int, str | None]]:
+    """``(path, phash, error)`` of every entry (the record packs size, mtime, ctime, inode,
+    phash, dhash, digest, flags as little-endian 64-bit integers)."""
     with sqlite3.connect(cache.path) as db:
-        rows = db.execute("SELECT path, phash, error FROM entries ORDER BY path").fetchall()
+        rows = db.execute("SELECT path, record, error FROM entries ORDER BY path").fetchall()
     db.close()
-    return [(bytes(p), int(h), e) for p, h, e in rows]
+    return [(bytes(p), struct.unpack("<8Q", r)[4], e) for p, r, e in rows]
 
 
 def set_cached_phash(cache: HashCache, path: Path, value: int) -> None:
     """Overwrite a stored hash in the database file, to see whether it is served."""
     db = sqlite3.connect(cache.path)
     with db:
+        key = os.fsencode(path.absolute())
+        (record,) = db.execute("SELECT record FROM entries WHERE path = ?", (key,)).fetchone()
+        fields = list(struct.unpack("<8Q", record))
+        fields[4] = value
         db.execute(
-            "UPDATE entries SET phash = ? WHERE path = ?", (value, os.fsencode(path.absolute()))
+            "UPDATE entries SET record = ? WHERE path = ?", (struct.pack("<8Q", *fields), key)
+        )
+    db.close()
+
+
+def stored_record(cache: HashCache, path: Path) -> list[int] | None:
+    """The unpacked record of ``path``'s entry, or None."""
+    with sqlite3.connect(cache.path) as db:
+        row = db.execute(
+            "SELECT record FROM entries WHERE path = ?", (os.fsencode(path.absolute()),)
+        ).fetchone()
+    db.close()
+    return None if row is None else list(struct.unpack("<8Q", row[0]))
+
+
+def set_cached_digest(cache: HashCache, path: Path, value: int) -> None:
+    """Overwrite a stored byte digest in the database file, to see whether it is served."""
+    record = stored_record(cache, path)
+    assert record is not None
+    record[6] = value
+    db = sqlite3.connect(cache.path)
+    with db:
+        db.execute(
+            "UPDATE entries SET record = ? WHERE path = ?",
+            (struct.pack("<8Q", *record), os.fsencode(path.absolute())),
         )
     db.close()
 
@@ -144,11 +175,12 @@ def test_decode_options_are_part_of_the_key(tmp_path: Path) -> None:
         DecodeOptions(min_side=None),
         DecodeOptions(background=(0, 0, 0)),
         DecodeOptions(max_pixels=100),
+        DecodeOptions(trim_borders=True),
     ):
         for _ in range(2):
             got = hash_sources_cached([path], cache=cache, options=options, on_error="ignore")
             assert_same_table(got, hash_sources([path], options=options, on_error="ignore"))
-    assert len(HashCache(tmp_path / "cache")) == 5
+    assert len(HashCache(tmp_path / "cache")) == 6
 
 
 def test_in_memory_sources_bypass_the_cache(tmp_path: Path) -> None:
@@ -227,6 +259,129 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="on_error must be one of"):
         hash_sources_cached([], cache=HashCache("unused"), on_error="loud")
     assert not Path("unused").exists()
+
+
+def test_paths_spelt_differently_share_one_entry(
+    tmp_path: Path, files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = files[0].parent
+    (folder / "sub").mkdir()
+    monkeypatch.chdir(folder / "sub")
+    name = files[0].name
+    spellings = [
+        f"../{name}",
+        f"./../{name}",
+        f"../sub/../{name}",
+        str(files[0]),
+        str(folder / "sub" / ".." / name),
+    ]
+    cache = HashCache(tmp_path / "cache")
+    table = hash_sources_cached(spellings, cache=cache, workers=1)
+    assert table.sources == spellings
+    assert len(set(table.phash.tolist())) == 1
+    assert len(cache) == 1
+    set_cached_phash(cache, files[0], 777)  # every spelling is served from the one entry
+    assert hash_sources_cached(spellings, cache=cache, workers=1).phash.tolist() == [777] * 5
+
+
+def test_a_lookup_among_many_unrelated_entries_still_serves_every_hit(
+    tmp_path: Path, files: list[Path]
+) -> None:
+    cache = HashCache(tmp_path / "cache")
+    reference = hash_sources(files, on_error="ignore", workers=1)
+    hash_sources_cached(files, cache=cache, on_error="ignore", workers=1)
+    # Entries of other files whose keys sort between the wanted ones: the key range the
+    # lookup would read is mostly someone else's, so it takes the batched path instead.
+    keys = sorted(os.fsencode(p.absolute()) for p in files)
+    (context,) = {c for (c,) in sqlite3.connect(cache.path).execute("SELECT context FROM entries")}
+    db = sqlite3.connect(cache.path)
+    with db:
+        db.executemany(
+            "INSERT INTO entries (context, path, record, error) VALUES (?, ?, ?, NULL)",
+            [(context, keys[0] + b"-%05d" % i, bytes(64)) for i in range(2 * len(files) + 1100)],
+        )
+    db.close()
+    set_cached_phash(cache, files[0], 4321)
+    again = hash_sources_cached(files, cache=cache, on_error="ignore", workers=1)
+    assert int(again.phash[0]) == 4321
+    again.phash[0] = reference.phash[0]
+    assert_same_table(again, reference)
+
+
+def _byte_copies(tmp_path: Path) -> dict[str, Path]:
+    """train/a.png and test/a_copy.png: the same bytes (two files); test/b.png: another photo."""
+    train, test = tmp_path / "split" / "train", tmp_path / "split" / "test"
+    train.mkdir(parents=True)
+    test.mkdir()
+    data = imagegen.encode(imagegen.photo_like(21, (96, 72)), "PNG")
+    (train / "a.png").write_bytes(data)
+    (test / "a_copy.png").write_bytes(data)
+    (test / "b.png").write_bytes(imagegen.encode(imagegen.photo_like(22, (96, 72)), "PNG"))
+    return {"train": train, "test": test}
+
+
+def _digest_of(report: object, path: Path) -> str | None:
+    table = report.table  # type: ignore[attr-defined]
+    value = table.loc[table["path"] == str(path), "digest"].item()
+    return None if value is None else str(value)
+
+
+def test_byte_digests_are_read_once_and_never_served_for_a_changed_file(tmp_path: Path) -> None:
+    import hashlib
+
+    from PIL.PngImagePlugin import PngInfo
+
+    splits = _byte_copies(tmp_path)
+    original, copy = splits["train"] / "a.png", splits["test"] / "a_copy.png"
+    settle()
+    cache = HashCache(tmp_path / "cache")
+    first = audit_splits(splits, cache=cache, workers=1)
+    expected = hashlib.blake2b(original.read_bytes(), digest_size=8).hexdigest()
+    assert _digest_of(first, original) == _digest_of(first, copy) == expected
+    assert _digest_of(first, splits["test"] / "b.png") is None
+    record = stored_record(cache, copy)
+    assert record is not None and f"{record[6]:016x}" == expected  # kept with the entry
+    # The second audit serves the digest: a planted value shows.
+    set_cached_digest(cache, copy, 0x1234)
+    second = audit_splits(splits, cache=cache, workers=1)
+    assert _digest_of(second, copy) == "0000000000001234"
+    # A hash table from the cache still equals an uncached one (digests of blank images only).
+    paths = [original, copy]
+    assert_same_table(hash_sources_cached(paths, cache=cache), hash_sources(paths))
+    # New bytes, same pixels (a PNG text chunk), mtime put back: the planted digest is stale.
+    old = copy.stat()
+    info = PngInfo()
+    info.add_text("comment", "re-saved")
+    copy.write_bytes(imagegen.encode(imagegen.photo_like(21, (96, 72)), "PNG", pnginfo=info))
+    os.utime(copy, ns=(old.st_atime_ns, old.st_mtime_ns))
+    third = audit_splits(splits, cache=cache, workers=1)  # not settled: nothing stored
+    fresh = hashlib.blake2b(copy.read_bytes(), digest_size=8).hexdigest()
+    assert _digest_of(third, copy) == fresh != expected
+    assert stored_record(cache, copy) == [*record[:6], 0x1234, record[7]]  # the old entry
+    settle()
+    fourth = audit_splits(splits, cache=cache, workers=1)
+    assert _digest_of(fourth, copy) == fresh
+    stored = stored_record(cache, copy)
+    assert stored is not None and f"{stored[6]:016x}" == fresh
+    assert stored[:4] == [copy.stat().st_size, old.st_mtime_ns, copy.stat().st_ctime_ns, old.st_ino]
+
+
+def test_far_future_timestamps_beyond_64_bit_nanoseconds_are_hashed_not_cached(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "far-future.png"
+    path.write_bytes(imagegen.encode(imagegen.photo_like(9), "PNG"))
+    far = 2**63 + 10**18  # around the year 2330
+    try:
+        os.utime(path, ns=(far, far))
+    except (OSError, OverflowError, ValueError):
+        pytest.skip("this platform cannot set such a timestamp")
+    if path.stat().st_mtime_ns < 2**63:
+        pytest.skip("this file system clamps timestamps")
+    cache = HashCache(tmp_path / "cache")
+    table = hash_sources_cached([path], cache=cache, workers=1)
+    assert_same_table(table, hash_sources([path], workers=1))
+    assert len(cache) == 0
 
 
 # ---------------------------------------------------------------------- location
@@ -326,6 +481,43 @@ def test_concurrent_writers_lose_nothing_and_corrupt_nothing(tmp_path: Path) -> 
     db.close()
 
 
+def _audit_copies(args: tuple[str, dict[str, str]]) -> list[str | None]:
+    cache_dir, splits = args
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        results = []
+        for _ in range(3):
+            report = audit_splits(splits, cache=HashCache(cache_dir), workers=1)
+            assert report.table is not None
+            results = report.table["digest"].tolist()
+    return results
+
+
+def test_concurrent_audits_store_byte_digests_safely(tmp_path: Path) -> None:
+    splits = _byte_copies(tmp_path)
+    for i in range(6):  # more byte copies, so several digests are written at once
+        data = imagegen.encode(imagegen.photo_like(30 + i, (64, 48)), "PNG")
+        (splits["train"] / f"c{i}.png").write_bytes(data)
+        (splits["test"] / f"c{i}_copy.png").write_bytes(data)
+    settle()
+    cache_dir = str(tmp_path / "cache")
+    expected = audit_splits(splits, cache=False, workers=1).table["digest"].tolist()  # type: ignore[index]
+    assert sum(d is not None for d in expected) == 14
+    named = {k: str(v) for k, v in splits.items()}
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        results = pool.map(_audit_copies, [(cache_dir, named)] * 3)
+    assert results == [expected] * 3
+    cache = HashCache(cache_dir)
+    assert len(cache) == 15
+    with sqlite3.connect(cache.path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    records = [
+        stored_record(cache, p) for p in [*splits["train"].iterdir(), *splits["test"].iterdir()]
+    ]
+    assert sum(r is not None and r[6] != 0 for r in records) == 14  # every copy's digest kept
+
+
 # ------------------------------------------------------------------------ damage
 
 
@@ -352,6 +544,14 @@ def _write_foreign_database(path: Path) -> None:
     db.close()
 
 
+def _write_bad_record(path: Path) -> None:
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("PRAGMA ignore_check_constraints = ON")  # what a foreign writer could do
+        db.execute("UPDATE entries SET record = x'0102'")
+    db.close()
+
+
 def _truncate(path: Path) -> None:
     size = path.stat().st_size
     with open(path, "r+b") as file:
@@ -368,6 +568,7 @@ def _truncate(path: Path) -> None:
         pytest.param(_truncate, id="truncated"),
         pytest.param(_write_wrong_schema, id="wrong-schema"),
         pytest.param(_write_foreign_database, id="foreign-database"),
+        pytest.param(_write_bad_record, id="bad-record"),
     ],
 )
 def test_a_damaged_cache_is_set_aside_with_one_warning_and_rebuilt(

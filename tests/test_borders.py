@@ -1,0 +1,307 @@
+"""DecodeOptions(trim_borders=True): letterbox, pillarbox and padding trimmed, never content."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import imagegen
+import numpy as np
+import pytest
+from PIL import Image
+
+from leakaudit.audit import DEFAULT_THRESHOLDS, audit_splits
+from leakaudit.cache import hash_context
+from leakaudit.hashing import hash_image
+from leakaudit.loading import (
+    TRIM_MIN_FRACTION,
+    DecodeOptions,
+    grey_from_bytes,
+    grey_from_pil,
+    load_reduced_grey,
+    trim_box,
+)
+
+TRIM = DecodeOptions(trim_borders=True)
+THRESHOLD = DEFAULT_THRESHOLDS["phash+dhash"]
+
+
+def distance(a: object, b: object, options: DecodeOptions = TRIM) -> int:
+    """The distance the default rule applies to: the larger of the pHash and dHash distances."""
+    ha, hb = hash_image(a, options=options), hash_image(b, options=options)  # type: ignore[arg-type]
+    return max((ha.phash ^ hb.phash).bit_count(), (ha.dhash ^ hb.dhash).bit_count())
+
+
+def photo(seed: int, size: tuple[int, int] = (402, 301)) -> Image.Image:
+    # 402 x 301 reduces by 4 with a partial last block on both axes.
+    return imagegen.photo_like(seed, size)
+
+
+def place(
+    image: Image.Image,
+    canvas: tuple[int, int],
+    colour: tuple[int, ...],
+    offset: tuple[int, int] | None = None,
+) -> Image.Image:
+    out = Image.new(image.mode, canvas, colour)
+    if offset is None:
+        offset = ((canvas[0] - image.width) // 2, (canvas[1] - image.height) // 2)
+    out.paste(image, offset)
+    return out
+
+
+def transparent_padding(image: Image.Image) -> Image.Image:
+    """The image centred on a canvas 20% larger whose bars are alpha 0 over random colours."""
+    rng = np.random.default_rng(7)
+    width, height = round(image.width * 1.2), round(image.height * 1.2)
+    garbage = rng.integers(0, 256, (height, width, 4), dtype=np.uint8)
+    garbage[..., 3] = 0
+    out = Image.fromarray(garbage, "RGBA")
+    out.paste(image.convert("RGBA"), ((width - image.width) // 2, (height - image.height) // 2))
+    return out
+
+
+def _jpeg(image: Image.Image, quality: int = 90) -> bytes:
+    return imagegen.encode(image, "JPEG", quality=quality)
+
+
+def _png(image: Image.Image) -> bytes:
+    return imagegen.encode(image, "PNG")
+
+
+# name -> (original PIL image -> encoded padded copy)
+PADDED: dict[str, Callable[[Image.Image], bytes]] = {
+    "letterbox square black jpeg": lambda im: _jpeg(place(im, (im.width, im.width), (0, 0, 0))),
+    "letterbox square white jpeg q60": lambda im: _jpeg(
+        place(im, (im.width, im.width), (255, 255, 255)), 60
+    ),
+    "pillarbox 16:9 black png": lambda im: _png(
+        place(im, (round(im.height * 16 / 9), im.height), (0, 0, 0))
+    ),
+    "padding all sides grey png": lambda im: _png(
+        place(im, (im.width + 80, im.height + 60), (128, 128, 128))
+    ),
+    "padding all sides blue jpeg": lambda im: _jpeg(
+        place(im, (im.width + 50, im.height + 50), (40, 110, 200))
+    ),
+    "padding right and bottom black png": lambda im: _png(
+        place(im, (im.width, im.width), (0, 0, 0), offset=(0, 0))
+    ),
+    "transparent padding png": lambda im: _png(transparent_padding(im)),
+    "letterbox black, half size, jpeg q75": lambda im: _jpeg(
+        place(
+            im.resize((im.width // 2, im.height // 2), Image.Resampling.LANCZOS),
+            (im.width // 2, im.width // 2),
+            (0, 0, 0),
+        ),
+        75,
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+@pytest.mark.parametrize("name", list(PADDED))
+def test_padded_copy_hashes_like_its_original_when_trimmed(name: str, seed: int) -> None:
+    original = _jpeg(photo(seed))
+    padded = PADDED[name](photo(seed))
+    assert distance(original, padded) <= THRESHOLD
+    # ... which the whole-image hash misses: the test would pass without trimming otherwise.
+    assert distance(original, padded, DecodeOptions()) > THRESHOLD
+
+
+@pytest.mark.parametrize("name", list(PADDED))
+def test_padded_copies_of_different_photos_stay_apart(name: str) -> None:
+    padded = [PADDED[name](photo(seed)) for seed in (21, 22, 23)]
+    originals = [_jpeg(photo(seed)) for seed in (21, 22, 23)]
+    for i, a in enumerate(padded):
+        for j, b in enumerate(padded + originals):
+            if j % 3 != i:
+                assert distance(a, b) > THRESHOLD
+
+
+def test_audit_splits_groups_padded_copies_with_their_originals(tmp_path: Path) -> None:
+    train, test = tmp_path / "train", tmp_path / "test"
+    train.mkdir()
+    test.mkdir()
+    names = list(PADDED)
+    for k, name in enumerate(names):
+        seed = 40 + k
+        (train / f"orig_{k}.jpg").write_bytes(_jpeg(photo(seed)))
+        suffix = ".jpg" if "jpeg" in name else ".png"
+        (test / f"padded_{k}{suffix}").write_bytes(PADDED[name](photo(seed)))
+    for k in range(4):  # unrelated, some padded alike
+        (test / f"unrelated_{k}.png").write_bytes(PADDED[names[k]](photo(90 + k)))
+    report = audit_splits(
+        {"train": train, "test": test}, decode=TRIM, workers=1, progress=False, cache=False
+    )
+    table = report.table.set_index(report.table["path"].map(lambda p: Path(p).stem))
+    for k in range(len(names)):
+        assert table.loc[f"padded_{k}", "group_id"] == table.loc[f"orig_{k}", "group_id"], names[k]
+    groups = table["group_id"]
+    for k in range(4):
+        assert (groups == groups[f"unrelated_{k}"]).sum() == 1
+    whole = audit_splits({"train": train, "test": test}, workers=1, progress=False, cache=False)
+    assert whole.table["group_id"].nunique() == len(whole.table)  # no trim, no match
+
+
+# ----------------------------------------------------------------- never into content
+
+
+def _sky_photo(
+    seed: int,
+    *,
+    noise: float,
+    ramp: float = 6.0,
+    horizon: float = 205.0,
+    size: tuple[int, int] = (400, 300),
+) -> Image.Image:
+    """A photo whose top third is a graded sky (from 150 at the top to ``horizon``).
+
+    ``ramp``: how much brighter the sky gets from left to right; ``noise``: its grain.
+    With neither, every row of the sky is exactly flat and only the grading tells it
+    from a bar.
+    """
+    rng = np.random.default_rng(seed)
+    pixels = imagegen.photo_like_array(seed, size).astype(np.float64)
+    sky_rows = size[1] // 3
+    gradient = np.linspace(150, horizon, sky_rows)[:, None, None]
+    tint = np.array([0.8, 0.9, 1.0])  # bluish
+    sky = gradient * tint + np.linspace(0, ramp, size[0])[None, :, None]
+    sky = sky + rng.normal(0.0, noise, sky.shape)
+    pixels[:sky_rows] = sky
+    return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8))
+
+
+@pytest.mark.parametrize(
+    ("noise", "ramp", "horizon"),
+    [(1.5, 6.0, 205.0), (0.0, 6.0, 205.0), (0.0, 0.0, 205.0), (0.0, 0.0, 165.0)],
+    ids=["grainy", "smooth", "rows-flat", "rows-flat-slow"],
+)
+def test_a_graded_sky_is_not_trimmed(noise: float, ramp: float, horizon: float) -> None:
+    for seed in (1, 2, 3):
+        sky = _sky_photo(seed, noise=noise, ramp=ramp, horizon=horizon)
+        for data in (_png(sky), _jpeg(sky)):
+            pixels, box = grey_from_bytes(data, "sky", DecodeOptions())
+            assert trim_box(pixels, box) is None
+            assert hash_image(data, options=TRIM) == hash_image(data)
+
+
+@pytest.mark.parametrize("colour", [(0, 0, 0), (255, 255, 255), (60, 60, 60)])
+def test_a_bar_above_a_sky_is_trimmed_to_the_bar_only(colour: tuple[int, int, int]) -> None:
+    sky = _sky_photo(5, noise=1.5)
+    bar = 48  # full-resolution rows: 12 reduced rows at scale 4
+    padded = place(sky, (sky.width, sky.height + 2 * bar), colour)
+    for data in (_png(padded), _jpeg(padded)):
+        pixels, box = grey_from_bytes(data, "padded", DecodeOptions())
+        trimmed = trim_box(pixels, box)
+        assert trimmed is not None
+        left, top, right, bottom = trimmed
+        assert (left, right) == (0.0, pixels.shape[1])
+        assert bar / 4 - 0.5 <= top <= bar / 4 + 1.0
+        assert (sky.height + bar) / 4 - 1.0 <= bottom <= (sky.height + bar) / 4 + 0.5
+        assert distance(_jpeg(sky), data) <= THRESHOLD
+
+
+def test_unpadded_photos_are_not_trimmed() -> None:
+    for seed in range(30):
+        image = photo(seed)
+        for data in (_png(image), _jpeg(image, 75)):
+            assert hash_image(data, options=TRIM) == hash_image(data)
+
+
+def test_an_exactly_flat_strip_is_trimmed_alike_in_every_copy() -> None:
+    # A clipped white sky is indistinguishable from white padding: it is trimmed, and
+    # re-encoded or resized copies are trimmed alike, so they still match.
+    pixels = imagegen.photo_like_array(8, (400, 300))
+    pixels[:60] = 255
+    clipped = Image.fromarray(pixels)
+    grey, box = grey_from_pil(clipped, "clipped", DecodeOptions())
+    trimmed = trim_box(grey, box)
+    assert trimmed is not None and 14 <= trimmed[1] <= 16
+    half = clipped.resize((200, 150), Image.Resampling.LANCZOS)
+    assert distance(_png(clipped), _jpeg(clipped, 70)) <= THRESHOLD
+    assert distance(_png(clipped), _jpeg(half)) <= THRESHOLD
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        Image.new("RGB", (300, 200), (255, 255, 255)),
+        Image.new("RGB", (300, 200), (20, 90, 160)),
+        Image.new("L", (64, 64), 0),
+        imagegen.flat_with_noise(128, 2.0),
+    ],
+    ids=["white", "colour", "black-small", "flat-noise"],
+)
+def test_blank_images_stay_untrimmed_and_low_information(image: Image.Image) -> None:
+    pixels, box = grey_from_pil(image, "blank", DecodeOptions())
+    assert trim_box(pixels, box) is None
+    hashes = hash_image(image, options=TRIM)
+    assert hashes.low_information
+    assert hashes == hash_image(image)
+
+
+def test_a_small_object_on_a_wide_background_is_hashed_whole() -> None:
+    # Less than TRIM_MIN_FRACTION of each side would remain: the axis is left untrimmed.
+    canvas = place(photo(3, (60, 45)), (400, 300), (255, 255, 255))
+    assert max(60 / 400, 45 / 300) < TRIM_MIN_FRACTION
+    pixels, box = grey_from_pil(canvas, "small", DecodeOptions())
+    assert trim_box(pixels, box) is None
+
+
+def test_trimming_applies_to_the_upright_image() -> None:
+    upright = place(photo(14), (402, 402), (0, 0, 0))
+    rotated = imagegen.exif_oriented_jpeg(upright, 6, quality=90)
+    assert distance(_jpeg(upright), rotated) <= 2
+    assert distance(_jpeg(photo(14)), rotated) <= THRESHOLD
+    pixels, _ = grey_from_bytes(rotated, "rotated", TRIM)
+    assert pixels.shape[0] < pixels.shape[1]  # the letterbox bars (now top/bottom) are gone
+
+
+def test_load_reduced_grey_returns_the_trimmed_pixels() -> None:
+    padded = place(photo(15, (400, 300)), (400, 400), (0, 0, 0))
+    assert load_reduced_grey(padded).size == (100, 100)
+    trimmed = load_reduced_grey(padded, options=TRIM)
+    assert trimmed.size[0] == 100 and 73 <= trimmed.size[1] <= 75
+    assert np.asarray(trimmed).min(axis=1).max() > 0  # no black bar row left
+
+
+# ----------------------------------------------------------------- defaults and options
+
+
+def test_trim_borders_is_off_by_default_and_changes_nothing_then() -> None:
+    assert DecodeOptions().trim_borders is False
+    padded = _jpeg(place(photo(16), (402, 402), (0, 0, 0)))
+    assert hash_image(padded) == hash_image(padded, options=DecodeOptions(trim_borders=False))
+    pixels, box = grey_from_bytes(padded, "padded", DecodeOptions())
+    assert pixels.shape == (101, 101) and box == (0.0, 0.0, 100.5, 100.5)
+
+
+@pytest.mark.parametrize("value", [1, 0, "yes", None])
+def test_trim_borders_must_be_a_bool(value: object) -> None:
+    with pytest.raises(TypeError, match=r"^trim_borders must be a bool; got .+\.$"):
+        DecodeOptions(trim_borders=value)  # type: ignore[arg-type]
+
+
+def test_trim_borders_is_part_of_the_cache_key() -> None:
+    assert hash_context(DecodeOptions()) != hash_context(TRIM)
+
+
+def test_cli_trim_borders(tmp_path: Path) -> None:
+    from leakaudit.cli import main
+
+    train, test = tmp_path / "train", tmp_path / "test"
+    train.mkdir()
+    test.mkdir()
+    (train / "orig.jpg").write_bytes(_jpeg(photo(5)))
+    (test / "letterboxed.png").write_bytes(_png(place(photo(5), (402, 420), (0, 0, 0))))
+    (test / "other.jpg").write_bytes(_jpeg(photo(6)))
+    args = ["compare", str(train), str(test), "--no-cache", "--quiet", "--fail-on-leak", "1"]
+    assert main(args) == 0  # whole-image hashes miss the letterboxed copy
+    out = tmp_path / "report.json"
+    assert main([*args, "--trim-borders", "--json", str(out)]) == 1
+    import json
+
+    report = json.loads(out.read_text())
+    assert report["parameters"]["trim_borders"] is True
+    assert report["n_leaked_images"] == 2
