@@ -517,7 +517,10 @@ def audit_hash_table(
     report = dhash_audit(frame, parameters=parameters)
     report.embedding_pairs = embedding_pairs
     if dihedral:
+        from leakaudit.export import turned_group_spreads
+
         report.orientations = table.orientations
+        turned_group_spreads(report)
     return report
 
 

@@ -205,6 +205,35 @@ class _PairDistances:
         return self.threshold
 
 
+def turned_group_spreads(report: LeakageReport) -> None:
+    """Recompute ``report.leaked_groups["max_distance"]`` on canonical-orientation distances.
+
+    For dihedral audits, where the distance between a copy and its mirrored
+    original is the one between their turned hashes. Groups over 200 members
+    keep the spread of the hashes as stored (sampled), as computing all pairs
+    would cost too much.
+    """
+    table = report.table
+    if report.orientations is None or table is None or not len(report.leaked_groups):
+        return
+    distances = _PairDistances(report, table)
+    by_group, _, _ = _member_index(table)
+    spreads = []
+    for group_id, old in zip(
+        report.leaked_groups["group_id"], report.leaked_groups["max_distance"], strict=True
+    ):
+        rows = by_group.get_group(group_id).to_numpy()
+        rows = rows[distances.valid[rows]]
+        if len(rows) < 2 or len(rows) > _ALL_PAIRS_MAX_MEMBERS:
+            spreads.append(old)
+            continue
+        ii, jj = np.triu_indices(len(rows), k=1)
+        spreads.append(int(distances(rows[ii], rows[jj]).max()))
+    report.leaked_groups["max_distance"] = pd.Series(
+        spreads, index=report.leaked_groups.index, dtype="Int64"
+    )
+
+
 def _method(report: LeakageReport) -> str | None:
     method = report.parameters.get("method")
     return method if isinstance(method, str) else None

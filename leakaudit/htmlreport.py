@@ -15,7 +15,7 @@ import html
 import io
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
-from leakaudit.export import split_table, table_distances
+from leakaudit.audit import DEFAULT_THRESHOLDS
+from leakaudit.export import _PairDistances, split_table, table_distances
 from leakaudit.report import LeakageReport
 
 __all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
@@ -183,7 +184,11 @@ class _Renderer:
         self.method = method if isinstance(method, str) else None
         threshold = report.parameters.get("threshold")
         self.threshold = int(threshold) if isinstance(threshold, (int, np.integer)) else None
+        if isinstance(threshold, Mapping):  # per-source rules: mark the default
+            default = threshold.get("*", DEFAULT_THRESHOLDS.get(self.method or "", None))
+            self.threshold = int(default) if isinstance(default, (int, np.integer)) else None
         self.columns, self.valid = table_distances(self.table, self.method)
+        self.pair_distances = _PairDistances(report, self.table)
         self.split_index = {str(s): i for i, s in enumerate(report.images_by_split.index)}
         self.paths = [str(p) for p in self.table["path"]] if "path" in self.table else []
         self.root = _common_root(self.paths)
@@ -209,6 +214,9 @@ class _Renderer:
             detail = f"pHash {parts[0]}, dHash {parts[1]}"
         else:
             detail = f"{self.method or 'hash'} {parts[0]}"
+        linked = int(self.pair_distances(np.array([i]), np.array([j]))[0])
+        if linked != max(parts):  # dihedral matching: the search compared turned hashes
+            return linked, f"{linked} turned to canonical orientation ({detail} as stored)"
         return max(parts), detail
 
     # --------------------------------------------------------------- sections

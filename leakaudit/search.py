@@ -735,12 +735,12 @@ def _dense_links(
     Clumpy data (real dHash values) has a dense core whose near pairs number in the billions and
     which ends up as one giant component. The search runs in passes, one per band and flip
     weight ``w`` (the band keys that differ in exactly ``w`` bits; ``w = 0`` is a value's own
-    bucket), all weight-0 passes first, then weight 1, and so on: the cheap passes link most of
-    the core before the costly ones. In a pass, values probe with every flip mask of that
-    weight and are compared with every member of each bucket found; a value in the giant
-    component (the largest one when the pass starts) does not probe. That is exact: a pair
-    within the band's weight ``w`` of which neither end probed in pass ``w`` lies inside the giant
-    component, since membership only grows.
+    bucket), weights 0 and 1 first, then 2, and so on: the cheap passes link most of the core
+    before the costly ones. In a pass, values probe with every flip mask of its weights and are
+    compared with every member of each bucket found; a value in the giant component (the
+    largest one when the pass starts, or after its first chunk) does not probe. That is exact:
+    a pair at band distance ``w`` of which neither end probed in the pass of ``w`` lies inside
+    the giant component, since membership only grows.
     """
     bands = [first]
     bands.extend(
@@ -748,20 +748,24 @@ def _dense_links(
         for mask, radius in zip(plan.band_masks[1:], plan.radii[1:], strict=True)
     )
     giant = -1
-    for weight in range(max(plan.radii) + 1):
+    # Weights 0 and 1 share the first passes: a value's own bucket alone does not join the
+    # buckets of a dense core, so the first chunk could not pick its giant component.
+    for weights in [(0, 1), *((w,) for w in range(2, max(plan.radii) + 1))]:
         for band in bands:
-            if band.radius >= weight:
-                giant = yield from _dense_pass(band, weight, t, components, giant)
+            chosen = [w for w in weights if w <= band.radius]
+            if chosen:
+                giant = yield from _dense_pass(band, chosen, t, components, giant)
 
 
 def _dense_pass(
-    band: _DenseBand, weight: int, t: int, components: Components, giant: int
+    band: _DenseBand, weights: list[int], t: int, components: Components, giant: int
 ) -> Generator[tuple[NDArray[np.int64], NDArray[np.int64]], None, int]:
-    """One pass of :func:`_dense_links`; returns the giant component's value for the next."""
+    """One pass of :func:`_dense_links` (flip masks of these weights); returns the giant."""
     key_dtype = band.member_keys.dtype.type
     masks = np.array(
         [
             sum(1 << bit for bit in bits)
+            for weight in weights
             for bits in itertools.combinations(range(band.width), weight)
         ],
         dtype=np.uint64,
@@ -816,7 +820,7 @@ def _dense_pass(
             print(
                 "   chunk",
                 band.width,
-                weight,
+                weights[-1],
                 done,
                 positions.size,
                 round(float((r == r[giant]).mean()), 3),

@@ -434,3 +434,20 @@ def test_bytes_sources_work_with_dihedral() -> None:
             {"train": [image], "test": [buffer.getvalue()]}, dihedral=True, workers=1
         )
     assert report.n_leaked_images == 2
+
+
+def test_html_report_shows_turned_distances(turned_splits: dict[str, Path], tmp_path: Path) -> None:
+    from leakaudit.htmlreport import write_html
+
+    report = audit_splits(turned_splits, workers=1, cache=False, dihedral=True, threshold={"*": 8})
+    out = write_html(report, tmp_path / "r.html")
+    text = Path(out).read_text(encoding="utf-8")
+    assert "turned to canonical orientation" in text
+    assert "threshold 8" in text
+
+
+def test_group_spread_uses_turned_distances(turned_splits: dict[str, Path]) -> None:
+    report = audit_splits(turned_splits, workers=1, cache=False, dihedral=True)
+    assert (report.leaked_groups["max_distance"] <= 8).all()
+    plain = audit_splits(turned_splits, workers=1, cache=False)
+    assert (plain.leaked_groups["max_distance"] <= 8).all()
