@@ -161,12 +161,18 @@ class ImageHashes:
         only used to link blank images to their byte-identical copies, and
         hashing the bytes of every file would cost as much as a third of the
         decode.
+    orientations : tuple of (int, int)
+        With ``hash_image(..., dihedral=True)``: the ``(phash, dhash)`` of the
+        image turned to its canonical orientation(s) (see
+        :class:`OrientationHashes`); empty otherwise, and for low-information
+        images.
     """
 
     phash: int
     dhash: int
     low_information: bool
     digest: int
+    orientations: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -670,7 +676,9 @@ def _digest_pil(image: Image.Image) -> int:
     return int.from_bytes(h.digest(), "big")
 
 
-def hash_image(source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS) -> ImageHashes:
+def hash_image(
+    source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS, dihedral: bool = False
+) -> ImageHashes:
     """Compute pHash, dHash, the low-information flag and (if flagged) the byte digest.
 
     Parameters
@@ -679,6 +687,9 @@ def hash_image(source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS
         A path, the encoded bytes of an image file, or an opened image.
     options : DecodeOptions, optional
         Decoding settings (reduced decode, EXIF orientation, background, size limit).
+    dihedral : bool, default False
+        Also hash the image turned to its canonical orientation(s)
+        (``ImageHashes.orientations``), for matching flipped and rotated copies.
 
     Returns
     -------
@@ -702,16 +713,21 @@ def hash_image(source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS
     """
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    if not isinstance(dihedral, bool):
+        raise TypeError(f"dihedral must be a bool; got {describe(dihedral)}.")
     if isinstance(source, Image.Image):
-        phash, dhash, low_information = _hashes_from_pixels(
-            *grey_from_pil(source, "<in-memory PIL image>", options)
+        phash, dhash, low_information, entries = _hash_reduced(
+            grey_from_pil(source, "<in-memory PIL image>", options), dihedral
         )
         digest = _digest_pil(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>")
-        phash, dhash, low_information = _hashes_from_pixels(*grey_from_bytes(data, name, options))
+        phash, dhash, low_information, entries = _hash_reduced(
+            grey_from_bytes(data, name, options), dihedral
+        )
         digest = _digest_bytes(data) if low_information else 0
-    return ImageHashes(phash, dhash, low_information, digest)
+    turned = tuple((entries[k], entries[k + 1]) for k in range(0, len(entries), 2))
+    return ImageHashes(phash, dhash, low_information, digest, turned)
 
 
 # One result per item: (phash, dhash, low_information, digest, orientation entries),

@@ -451,3 +451,18 @@ def test_group_spread_uses_turned_distances(turned_splits: dict[str, Path]) -> N
     assert (report.leaked_groups["max_distance"] <= 8).all()
     plain = audit_splits(turned_splits, workers=1, cache=False)
     assert (plain.leaked_groups["max_distance"] <= 8).all()
+
+
+def test_hash_image_orientations_match_hash_sources() -> None:
+    from leakaudit.hashing import hash_image
+
+    image = photo_like(21, (130, 90)).transpose(T.ROTATE_90)
+    single = hash_image(image, dihedral=True)
+    table = hash_sources([image], dihedral=True, workers=1)
+    assert table.orientations is not None
+    assert single.orientations == tuple(
+        zip(table.orientations.phash.tolist(), table.orientations.dhash.tolist(), strict=True)
+    )
+    assert hash_image(image).orientations == ()
+    with pytest.raises(TypeError, match="dihedral must be a bool"):
+        hash_image(image, dihedral=None)  # type: ignore[arg-type]
