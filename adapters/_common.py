@@ -171,6 +171,23 @@ def destination_rows(
     return out
 
 
+def check_dihedral(dihedral: Any) -> bool:
+    """Return ``dihedral`` after checking it is a bool (one wording with the core).
+
+    Examples
+    --------
+    >>> check_dihedral(True)
+    True
+    >>> check_dihedral(1)
+    Traceback (most recent call last):
+    ...
+    TypeError: dihedral must be a bool; got 1.
+    """
+    if not isinstance(dihedral, bool):
+        raise TypeError(f"dihedral must be a bool; got {describe(dihedral)}.")
+    return dihedral
+
+
 def check_report_matches(report: LeakageReport, sizes: Mapping[str, int], what: str) -> None:
     """Raise ``ValueError`` unless ``report`` audited exactly these splits and sizes."""
     if report.table is None or "index" not in report.table.columns:

@@ -27,7 +27,8 @@ from typing import Any
 import pandas as pd
 
 from leakaudit._validation import describe
-from leakaudit.audit import audit_splits
+from leakaudit.adapters._common import check_dihedral
+from leakaudit.audit import DEFAULT_METHOD, ThresholdSpec, audit_splits, resolve_threshold
 from leakaudit.errors import LeakageError
 from leakaudit.report import LeakageReport
 
@@ -172,6 +173,8 @@ def assert_no_leakage(
     *,
     max_leaked: int | None = None,
     max_fraction: float | None = None,
+    threshold: ThresholdSpec = None,
+    dihedral: bool = False,
     **audit_options: Any,
 ) -> LeakageReport:
     """Audit the splits and raise :class:`LeakageError` if any leaks more than allowed.
@@ -191,9 +194,17 @@ def assert_no_leakage(
         * a :class:`~leakaudit.report.LeakageReport` already computed.
     max_leaked, max_fraction
         The limits, as in :func:`check_leakage` (default: no leak at all).
+    threshold : int or mapping of str to int, optional
+        Largest Hamming distance counted as a near-duplicate (the method's
+        default when None), or rules per split name or path pattern such as
+        ``{"test": 4, "screenshots/*": 2, "*": 8}`` (see
+        :func:`leakaudit.audit.row_thresholds`). Passed to the audit function.
+    dihedral : bool, default False
+        Also count mirrored, flipped and rotated (90, 180, 270 degrees) copies
+        as leaks. Passed to the audit function.
     **audit_options
-        Passed to the audit function (``method``, ``threshold``, ``workers``,
-        ``num_proc``, ``transform_override``, ``on_error``, ...).
+        Passed to the audit function (``method``, ``workers``, ``num_proc``,
+        ``transform_override``, ``on_error``, ...).
 
     Returns
     -------
@@ -217,11 +228,25 @@ def assert_no_leakage(
     4
     """
     _check_limits(max_leaked, max_fraction)
+    check_dihedral(dihedral)
     if isinstance(splits, LeakageReport):
-        if audit_options:
+        if audit_options or threshold is not None or dihedral:
             raise TypeError("audit options cannot apply to a report that is already computed.")
         report = splits
-    elif isinstance(splits, (str, os.PathLike)):
+    else:
+        resolve_threshold(audit_options.get("method", DEFAULT_METHOD), threshold)
+        # Passed only when set, so an audit function keeps its own defaults.
+        if threshold is not None:
+            audit_options["threshold"] = threshold
+        if dihedral:
+            audit_options["dihedral"] = True
+        report = _audit(splits, audit_options)
+    return check_leakage(report, max_leaked=max_leaked, max_fraction=max_fraction)
+
+
+def _audit(splits: Any, audit_options: dict[str, Any]) -> LeakageReport:
+    """Audit ``splits`` (anything but a report) with the matching audit function."""
+    if isinstance(splits, (str, os.PathLike)):
         report = audit_splits(_split_folders(Path(splits)), **audit_options)
     elif isinstance(splits, Mapping):
         if not splits:
@@ -248,4 +273,4 @@ def assert_no_leakage(
             "splits must be a mapping of split name to data, a DatasetDict, a folder of split "
             f"folders, or a LeakageReport; got {describe(splits)}."
         )
-    return check_leakage(report, max_leaked=max_leaked, max_fraction=max_fraction)
+    return report

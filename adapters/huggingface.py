@@ -39,6 +39,7 @@ from leakaudit.adapters._common import (
     ResplitResult,
     assign_groups,
     build_plan,
+    check_dihedral,
     check_report_matches,
     destination_rows,
     moves_table,
@@ -48,7 +49,7 @@ from leakaudit.adapters._common import (
 from leakaudit.audit import DEFAULT_METHOD, ThresholdSpec, audit_hash_table, resolve_threshold
 from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
-from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_image
+from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import LeakageReport
 
@@ -152,13 +153,22 @@ def find_image_column(dataset: Dataset, image_column: str | None = None) -> str:
 # ---------------------------------------------------------------------- hashing
 
 _HASH_COLUMNS = ("phash", "dhash", "digest", "low_information", "error", "source_path")
+#: The extra columns of a dihedral :func:`hash_dataset`: per row, the pHashes and
+#: dHashes of its canonical-orientation entries (see
+#: :class:`~leakaudit.hashing.OrientationHashes`), canonical first, as two
+#: ``uint64`` lists of one length.
+_ORIENTATION_COLUMNS = ("orientation_phash", "orientation_dhash")
 
 
-def _hash_batch(images: list[Any], options: DecodeOptions) -> dict[str, Any]:
+def _hash_batch(
+    images: list[Any], options: DecodeOptions, dihedral: bool = False
+) -> dict[str, Any]:
     """``Dataset.map`` function: hash a batch of undecoded image cells.
 
     Module level (not a closure) so ``datasets`` can fingerprint it stably and
-    reuse its cache, and so ``num_proc`` workers can pickle it.
+    reuse its cache, and so ``num_proc`` workers can pickle it. ``dihedral``
+    travels in ``fn_kwargs``, as ``options`` does, so it is part of the map's
+    fingerprint: a plain run's cached hashes are never read for a dihedral run.
     """
     n = len(images)
     phash = np.zeros(n, dtype=np.uint64)
@@ -167,6 +177,8 @@ def _hash_batch(images: list[Any], options: DecodeOptions) -> dict[str, Any]:
     low = np.zeros(n, dtype=np.bool_)
     errors: list[str | None] = [None] * n
     paths: list[str | None] = [None] * n
+    turned_phash: list[Any] = [np.zeros(0, dtype=np.uint64)] * n
+    turned_dhash: list[Any] = [np.zeros(0, dtype=np.uint64)] * n
     for i, cell in enumerate(images):
         data = cell.get("bytes") if isinstance(cell, Mapping) else None
         path = cell.get("path") if isinstance(cell, Mapping) else None
@@ -176,7 +188,7 @@ def _hash_batch(images: list[Any], options: DecodeOptions) -> dict[str, Any]:
             errors[i] = "no image (the cell has neither bytes nor a path)"
             continue
         try:
-            result = hash_image(source, options=options)
+            result = hash_image(source, options=options, dihedral=dihedral)
         except ImageLoadError as exc:
             errors[i] = exc.reason
             continue
@@ -186,7 +198,10 @@ def _hash_batch(images: list[Any], options: DecodeOptions) -> dict[str, Any]:
             result.digest,
             result.low_information,
         )
-    return {
+        if result.orientations:
+            entries = np.asarray(result.orientations, dtype=np.uint64).reshape(-1, 2)
+            turned_phash[i], turned_dhash[i] = entries[:, 0].copy(), entries[:, 1].copy()
+    out: dict[str, Any] = {
         "phash": phash,
         "dhash": dhash,
         "digest": digest,
@@ -194,6 +209,10 @@ def _hash_batch(images: list[Any], options: DecodeOptions) -> dict[str, Any]:
         "error": errors,
         "source_path": paths,
     }
+    if dihedral:
+        out["orientation_phash"] = turned_phash
+        out["orientation_dhash"] = turned_dhash
+    return out
 
 
 @contextlib.contextmanager
@@ -228,14 +247,19 @@ def hash_dataset(
     decode: DecodeOptions | None = None,
     load_from_cache_file: bool | None = None,
     desc: str | None = None,
+    dihedral: bool = False,
 ) -> Dataset:
     """Return a dataset of the hashes of ``dataset``'s images, one row per row.
 
     Columns: ``phash``, ``dhash``, ``digest`` (``uint64``), ``low_information``
     (bool), ``error`` (why the image could not be read, or None) and
-    ``source_path`` (the stored path, or None). Computed with
-    ``Dataset.map(batched=True)``, so ``datasets`` caches it for datasets stored
-    on disk.
+    ``source_path`` (the stored path, or None); with ``dihedral=True`` also
+    ``orientation_phash`` and ``orientation_dhash`` (lists of ``uint64`` of one
+    length per row: the hashes of the image turned to its canonical
+    orientation(s), canonical first; empty for unreadable and low-information
+    images). Computed with ``Dataset.map(batched=True)``, so ``datasets``
+    caches it for datasets stored on disk; the cache of a plain run and that of
+    a dihedral run are kept apart.
 
     Parameters
     ----------
@@ -256,12 +280,17 @@ def hash_dataset(
         As in ``Dataset.map`` (None: use the cache when caching is enabled).
     desc : str, optional
         Progress bar label.
+    dihedral : bool, default False
+        Also hash each image turned to its canonical orientation(s), for
+        matching mirrored, flipped and rotated copies
+        (:func:`leakaudit.hashing.hash_image`).
 
     Returns
     -------
     datasets.Dataset
     """
     datasets = _require_datasets()
+    check_dihedral(dihedral)
     column = find_image_column(dataset, image_column)
     batch_size = check_int("batch_size", batch_size, 1)
     if num_proc is not None:
@@ -269,19 +298,21 @@ def hash_dataset(
     options = decode if decode is not None else DecodeOptions()
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"decode must be a DecodeOptions; got {describe(options)}.")
-    features = datasets.Features(
-        {
-            "phash": datasets.Value("uint64"),
-            "dhash": datasets.Value("uint64"),
-            "digest": datasets.Value("uint64"),
-            "low_information": datasets.Value("bool"),
-            "error": datasets.Value("string"),
-            "source_path": datasets.Value("string"),
-        }
-    )
+    columns = {
+        "phash": datasets.Value("uint64"),
+        "dhash": datasets.Value("uint64"),
+        "digest": datasets.Value("uint64"),
+        "low_information": datasets.Value("bool"),
+        "error": datasets.Value("string"),
+        "source_path": datasets.Value("string"),
+    }
+    if dihedral:
+        for name in _ORIENTATION_COLUMNS:
+            columns[name] = datasets.Sequence(datasets.Value("uint64"))
+    features = datasets.Features(columns)
     raw = dataset.select_columns([column]).cast_column(column, datasets.Image(decode=False))
     if len(raw) == 0:
-        return datasets.Dataset.from_dict({name: [] for name in _HASH_COLUMNS}, features=features)
+        return datasets.Dataset.from_dict({name: [] for name in columns}, features=features)
     with _progress_bars(progress):
         return raw.map(
             _hash_batch,
@@ -289,7 +320,7 @@ def hash_dataset(
             batch_size=batch_size,
             input_columns=[column],
             remove_columns=[column],
-            fn_kwargs={"options": options},
+            fn_kwargs={"options": options, "dihedral": dihedral},
             features=features,
             num_proc=num_proc if num_proc and num_proc > 1 else None,
             load_from_cache_file=load_from_cache_file,
@@ -307,6 +338,7 @@ def _hash_splits(
     on_error: str,
     decode: DecodeOptions,
     load_from_cache_file: bool | None,
+    dihedral: bool = False,
 ) -> tuple[HashTable, list[str], list[int], list[str]]:
     check_choice("on_error", on_error, ("warn", "raise", "ignore"))
     parts: list[Any] = []
@@ -324,6 +356,7 @@ def _hash_splits(
             decode=decode,
             load_from_cache_file=load_from_cache_file,
             desc=f"leakaudit: hashing {name}",
+            dihedral=dihedral,
         )
         table = hashed.with_format("arrow")[:]
         parts.append(table)
@@ -357,6 +390,7 @@ def _hash_splits(
         low_information=column("low_information", np.bool_) & valid,
         valid=valid,
         errors=errors,
+        orientations=_orientations(parts) if dihedral else None,
     )
     if errors and on_error == "raise":
         first = min(errors)
@@ -374,6 +408,39 @@ def _hash_splits(
     return table, split, index, names
 
 
+def _orientations(parts: Sequence[Any]) -> OrientationHashes:
+    """The orientation entries of the hashed splits' Arrow tables, rows numbered across them.
+
+    Each row's entries are kept in their order (canonical first); rows are
+    consecutive, so owners come out ascending.
+    """
+    owners: list[np.ndarray[Any, Any]] = [np.zeros(0, dtype=np.int64)]
+    phash: list[np.ndarray[Any, Any]] = [np.zeros(0, dtype=np.uint64)]
+    dhash: list[np.ndarray[Any, Any]] = [np.zeros(0, dtype=np.uint64)]
+    start = 0
+    for table in parts:
+        # One ListArray per column; flatten() and value_lengths() honour a sliced
+        # array's offset (``.values`` would not).
+        turned = [table.column(name).combine_chunks() for name in _ORIENTATION_COLUMNS]
+        counts = [
+            np.asarray(t.value_lengths().fill_null(0).to_numpy(), dtype=np.int64) for t in turned
+        ]
+        if not np.array_equal(counts[0], counts[1]):
+            raise ValueError(
+                "orientation_phash and orientation_dhash must have one length per row; the "
+                "hashed dataset is inconsistent (re-run with load_from_cache_file=False)."
+            )
+        owners.append(
+            np.repeat(np.arange(start, start + table.num_rows, dtype=np.int64), counts[0])
+        )
+        phash.append(np.asarray(turned[0].flatten().to_numpy(), dtype=np.uint64))
+        dhash.append(np.asarray(turned[1].flatten().to_numpy(), dtype=np.uint64))
+        start += table.num_rows
+    return OrientationHashes(
+        owner=np.concatenate(owners), phash=np.concatenate(phash), dhash=np.concatenate(dhash)
+    )
+
+
 def _audit(
     splits: Mapping[str, Any],
     *,
@@ -387,8 +454,10 @@ def _audit(
     on_error: str,
     decode: DecodeOptions | None,
     load_from_cache_file: bool | None,
+    dihedral: bool = False,
 ) -> LeakageReport:
     resolve_threshold(method, threshold)
+    check_dihedral(dihedral)
     options = decode if decode is not None else DecodeOptions()
     table, split, index, names = _hash_splits(
         splits,
@@ -399,6 +468,7 @@ def _audit(
         on_error=on_error,
         decode=options,
         load_from_cache_file=load_from_cache_file,
+        dihedral=dihedral,
     )
     report = audit_hash_table(
         table,
@@ -406,6 +476,7 @@ def _audit(
         names=names,
         method=method,
         threshold=threshold,
+        dihedral=dihedral,
         extra_parameters={
             "min_side": options.min_side,
             "exif_transpose": options.exif_transpose,
@@ -429,6 +500,7 @@ def audit_dataset_dict(
     on_error: str = "warn",
     decode: DecodeOptions | None = None,
     load_from_cache_file: bool | None = None,
+    dihedral: bool = False,
 ) -> LeakageReport:
     """Audit the splits of a ``DatasetDict`` for near-duplicate images across splits.
 
@@ -438,8 +510,14 @@ def audit_dataset_dict(
         The splits.
     image_column : str, optional
         The ``Image`` column (auto-detected when there is exactly one).
-    method, threshold, on_error, decode
+    method, on_error, decode
         As in :func:`leakaudit.audit.audit_splits`.
+    threshold : int or mapping of str to int, optional
+        As in :func:`leakaudit.audit.audit_splits`: an int, or rules per split
+        name or path pattern (``{"test": 4, "*": 8}``, see
+        :func:`leakaudit.audit.row_thresholds`); patterns match the ``path``
+        column (the stored path, or ``"split[index]"``). With a mapping,
+        ``report.table`` has a ``threshold`` column.
     num_proc : int, optional
         Processes for hashing (``Dataset.map``'s ``num_proc``).
     batch_size : int, default 256
@@ -448,6 +526,11 @@ def audit_dataset_dict(
         Show or hide the ``datasets`` progress bars (None: its own setting).
     load_from_cache_file : bool, optional
         As in ``Dataset.map``: False forces re-hashing.
+    dihedral : bool, default False
+        Also match copies that are mirrored, flipped or rotated by 90, 180 or
+        270 degrees, as in :func:`leakaudit.audit.audit_splits`. The hashing
+        ``map`` then has its own cache, apart from that of plain audits; the
+        report's ``parameters`` record ``"dihedral": True``.
 
     Returns
     -------
@@ -480,6 +563,7 @@ def audit_dataset_dict(
         on_error=on_error,
         decode=decode,
         load_from_cache_file=load_from_cache_file,
+        dihedral=dihedral,
     )
 
 
@@ -576,7 +660,11 @@ def clean_dataset_dict(
         When given, add a string column of this name holding each row's original
         split (what moved is then visible in the data itself).
     **audit_options
-        Passed to :func:`audit_dataset_dict` when ``report`` is None.
+        Passed to :func:`audit_dataset_dict` when ``report`` is None, e.g.
+        ``threshold`` (an int or per-split / path-pattern rules such as
+        ``{"test": 4, "*": 8}``) and ``dihedral`` (bool, default False: also
+        treat mirrored, flipped and rotated copies as leaks, so they are moved
+        too). Validated before anything is hashed.
 
     Returns
     -------
@@ -675,6 +763,7 @@ def leak_free_split(
     on_error: str = "warn",
     decode: DecodeOptions | None = None,
     load_from_cache_file: bool | None = None,
+    dihedral: bool = False,
 ) -> GroupSplitResult:
     """Split one ``Dataset`` into a ``DatasetDict`` without splitting any duplicate group.
 
@@ -693,9 +782,16 @@ def leak_free_split(
         Seed of the random assignment.
     stratify_by_column : str, optional
         A label column (e.g. a ``ClassLabel``) whose proportions each split keeps.
-    image_column, method, threshold, num_proc, batch_size, progress, on_error, decode,\
+    image_column, method, num_proc, batch_size, progress, on_error, decode,\
  load_from_cache_file
         As in :func:`audit_dataset_dict`.
+    threshold : int or mapping of str to int, optional
+        As in :func:`audit_dataset_dict`. The dataset is audited as one split
+        named ``"dataset"``, so a mapping's rules are path patterns (or
+        ``"*"``, or ``"dataset"``).
+    dihedral : bool, default False
+        Also keep mirrored, flipped and rotated copies together, as in
+        :func:`audit_dataset_dict`.
 
     Returns
     -------
@@ -718,6 +814,8 @@ def leak_free_split(
     datasets = _require_datasets()
     if not isinstance(dataset, datasets.Dataset):
         raise TypeError(f"dataset must be a datasets.Dataset; got {type(dataset).__name__}.")
+    resolve_threshold(method, threshold)
+    check_dihedral(dihedral)
     if not isinstance(sizes, Mapping) or not sizes:
         raise TypeError(
             "sizes must be a non-empty mapping of split name to fraction or count; "
@@ -749,6 +847,7 @@ def leak_free_split(
         on_error=on_error,
         decode=decode,
         load_from_cache_file=load_from_cache_file,
+        dihedral=dihedral,
     )
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()

@@ -55,6 +55,7 @@ from leakaudit.adapters._common import (
     SplitPlan,
     assign_groups,
     build_plan,
+    check_dihedral,
     check_report_matches,
     destination_rows,
     moves_table,
@@ -71,7 +72,7 @@ from leakaudit.audit import (
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
-from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_image
+from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import LeakageReport
 
@@ -261,7 +262,13 @@ def _label_value(label: Any) -> Any:
     return label if isinstance(label, (int, str)) else None
 
 
-def _hash_item(item: Any, options: DecodeOptions) -> tuple[int, int, bool, int] | str:
+#: What hashing one item gives: ``(phash, dhash, low_information, digest, orientation
+#: entries)``, or the reason it could not be hashed. The entries are ``(phash, dhash)``
+#: pairs, empty unless dihedral matching was asked for.
+_ItemHashes = tuple[int, int, bool, int, tuple[tuple[int, int], ...]]
+
+
+def _hash_item(item: Any, options: DecodeOptions, dihedral: bool = False) -> _ItemHashes | str:
     from PIL import Image
 
     image, _ = _image_and_label(item)
@@ -272,12 +279,12 @@ def _hash_item(item: Any, options: DecodeOptions) -> tuple[int, int, bool, int] 
             image = _array_to_pil(image, Image)
         elif not isinstance(image, (Image.Image, str, os.PathLike, bytes, bytearray)):
             return f"the dataset yields {type(image).__name__}, not an image"
-        result = hash_image(image, options=options)
+        result = hash_image(image, options=options, dihedral=dihedral)
     except ImageLoadError as exc:
         return exc.reason
     except (ValueError, TypeError) as exc:
         return str(exc)
-    return result.phash, result.dhash, result.low_information, result.digest
+    return result.phash, result.dhash, result.low_information, result.digest, result.orientations
 
 
 class _HashingView:
@@ -287,21 +294,24 @@ class _HashingView:
     and hash in parallel and only a few integers travel back.
     """
 
-    def __init__(self, base: Any, indices: list[int], options: DecodeOptions) -> None:
+    def __init__(
+        self, base: Any, indices: list[int], options: DecodeOptions, dihedral: bool = False
+    ) -> None:
         self.base = base
         self.indices = indices
         self.options = options
+        self.dihedral = dihedral
 
     def __len__(self) -> int:
         return len(self.indices)
 
-    def __getitem__(self, position: int) -> tuple[tuple[int, int, bool, int] | str, Any]:
+    def __getitem__(self, position: int) -> tuple[_ItemHashes | str, Any]:
         try:
             item = self.base[self.indices[position]]
         except Exception as exc:  # the dataset's own loader/transform failed on this item
             return f"loading failed: {type(exc).__name__}: {exc}", None
         _, label = _image_and_label(item)
-        return _hash_item(item, self.options), _label_value(label)
+        return _hash_item(item, self.options, self.dihedral), _label_value(label)
 
 
 def _keep_item(item: Any) -> Any:
@@ -338,12 +348,13 @@ def _hash_generic(
     progress: bool | None,
     transform_override: Any,
     num_workers: int,
-) -> tuple[list[tuple[int, int, bool, int] | str], list[Any]]:
+    dihedral: bool = False,
+) -> tuple[list[_ItemHashes | str], list[Any]]:
     base = _with_transform(resolved.base, transform_override, resolved.name)
-    view = _HashingView(base, resolved.indices, options)
+    view = _HashingView(base, resolved.indices, options, dihedral)
     n = len(view)
     bar = Progress(n, label=f"hashing {resolved.name}", enabled=progress_enabled(progress, n))
-    results: list[tuple[int, int, bool, int] | str] = []
+    results: list[_ItemHashes | str] = []
     labels: list[Any] = []
     try:
         if num_workers > 0 and n:
@@ -387,6 +398,7 @@ def _hash_resolved(
     use_samples: bool | None,
     num_workers: int,
     cache: CacheSpec = True,
+    dihedral: bool = False,
 ) -> _Hashed:
     check_choice("on_error", on_error, ("warn", "raise", "ignore"))
     num_workers = check_int("num_workers", num_workers, 0)
@@ -423,6 +435,8 @@ def _hash_resolved(
     low = np.zeros(total, dtype=np.bool_)
     valid = np.zeros(total, dtype=np.bool_)
     errors: dict[int, str] = {}
+    # Orientation entries (dihedral only), each part's owners already in table rows.
+    turned: list[OrientationHashes] = []
     if paths:
         part = hash_sources_cached(
             paths,
@@ -431,11 +445,15 @@ def _hash_resolved(
             workers=workers,
             progress=progress,
             on_error="raise" if on_error == "raise" else "ignore",
+            dihedral=dihedral,
         )
         rows = np.asarray(path_rows, dtype=np.int64)
         phash[rows], dhash[rows], digest[rows] = part.phash, part.dhash, part.digest
         low[rows], valid[rows] = part.low_information, part.valid
         errors.update({path_rows[i]: reason for i, reason in part.errors.items()})
+        if part.orientations is not None:
+            entries = part.orientations
+            turned.append(OrientationHashes(rows[entries.owner], entries.phash, entries.dhash))
     for entry, start in generic:
         results, found = _hash_generic(
             entry,
@@ -443,7 +461,10 @@ def _hash_resolved(
             progress=progress,
             transform_override=transform_override,
             num_workers=num_workers,
+            dihedral=dihedral,
         )
+        owner: list[int] = []
+        pairs: list[tuple[int, int]] = []
         for offset, (result, label) in enumerate(zip(results, found, strict=True)):
             row = start + offset
             labels[row] = label
@@ -452,8 +473,17 @@ def _hash_resolved(
                     raise ImageLoadError(names[row], result)
                 errors[row] = result
             else:
-                phash[row], dhash[row], low[row], digest[row] = result
+                phash[row], dhash[row], low[row], digest[row], oriented = result
                 valid[row] = True
+                owner.extend([row] * len(oriented))
+                pairs.extend(oriented)
+        if dihedral:
+            values = np.asarray(pairs, dtype=np.uint64).reshape(-1, 2)
+            turned.append(
+                OrientationHashes(
+                    np.asarray(owner, dtype=np.int64), values[:, 0].copy(), values[:, 1].copy()
+                )
+            )
     table = HashTable(
         sources=names,
         phash=phash,
@@ -462,6 +492,7 @@ def _hash_resolved(
         low_information=low,
         valid=valid,
         errors=errors,
+        orientations=_merge_orientations(turned) if dihedral else None,
     )
     if errors and on_error == "warn":
         failed = sorted(errors)
@@ -476,12 +507,30 @@ def _hash_resolved(
     return _Hashed(table=table, split=split, index=index, label=labels, names=names)
 
 
+def _merge_orientations(parts: Sequence[OrientationHashes]) -> OrientationHashes:
+    """One :class:`OrientationHashes` from parts whose owners are already table rows.
+
+    The parts cover disjoint rows; a stable sort by owner makes owners ascending
+    and keeps each row's entries in their order (the canonical orientation first).
+    """
+    owner = np.concatenate([np.zeros(0, dtype=np.int64), *(p.owner for p in parts)])
+    phash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.phash for p in parts)])
+    dhash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.dhash for p in parts)])
+    order = np.argsort(owner, kind="stable")
+    return OrientationHashes(
+        owner=owner[order].astype(np.int64, copy=False),
+        phash=phash[order].astype(np.uint64, copy=False),
+        dhash=dhash[order].astype(np.uint64, copy=False),
+    )
+
+
 def _report_from(
     hashed: _Hashed,
     options: DecodeOptions,
     method: str,
     threshold: ThresholdSpec,
     split: Sequence[str] | None = None,
+    dihedral: bool = False,
 ) -> LeakageReport:
     report = audit_hash_table(
         hashed.table,
@@ -489,6 +538,7 @@ def _report_from(
         names=hashed.names,
         method=method,
         threshold=threshold,
+        dihedral=dihedral,
         extra_parameters={
             "min_side": options.min_side,
             "exif_transpose": options.exif_transpose,
@@ -517,6 +567,7 @@ def audit_datasets(
     use_samples: bool | None = None,
     num_workers: int = 0,
     cache: CacheSpec = True,
+    dihedral: bool = False,
 ) -> LeakageReport:
     """Audit torchvision datasets, one per split, for near-duplicates across splits.
 
@@ -525,10 +576,16 @@ def audit_datasets(
     splits : mapping of str to Dataset
         Split name -> ``ImageFolder``, ``DatasetFolder``, ``Subset`` (of any depth)
         or any map-style dataset yielding images (see the module docstring).
-    method, threshold, workers, progress, on_error, decode
+    method, workers, progress, on_error, decode
         As in :func:`leakaudit.audit.audit_splits`. ``workers`` parallelises the
         hashing of files from ``samples``; ``progress`` also draws a bar while
         generic datasets are iterated.
+    threshold : int or mapping of str to int, optional
+        As in :func:`leakaudit.audit.audit_splits`: an int, or rules per split
+        name or path pattern (``{"test": 4, "screenshots/*": 2, "*": 8}``, see
+        :func:`leakaudit.audit.row_thresholds`); patterns match the ``samples``
+        paths, or ``"split[index]"`` for images hashed through ``__getitem__``.
+        With a mapping, ``report.table`` has a ``threshold`` column.
     transform_override : callable, None or KEEP_TRANSFORM, default KEEP_TRANSFORM
         For datasets hashed through ``__getitem__``: the transform to use instead
         of theirs (``None``: no transform), applied to a shallow copy. Use it to
@@ -541,6 +598,10 @@ def audit_datasets(
     cache : bool, path or HashCache, default True
         The persistent hash cache for the files in ``samples``, as in
         :func:`leakaudit.audit_splits` (``False`` hashes everything afresh).
+    dihedral : bool, default False
+        Also match copies that are mirrored, flipped or rotated by 90, 180 or
+        270 degrees, as in :func:`leakaudit.audit.audit_splits`; the report's
+        ``parameters`` record ``"dihedral": True``.
 
     Returns
     -------
@@ -560,6 +621,7 @@ def audit_datasets(
     4
     """
     resolve_threshold(method, threshold)
+    check_dihedral(dihedral)
     options = decode if decode is not None else DecodeOptions()
     resolved = _resolve_all(splits)
     hashed = _hash_resolved(
@@ -572,8 +634,9 @@ def audit_datasets(
         use_samples=use_samples,
         num_workers=num_workers,
         cache=cache,
+        dihedral=dihedral,
     )
-    return _report_from(hashed, options, method, threshold)
+    return _report_from(hashed, options, method, threshold, dihedral=dihedral)
 
 
 # ----------------------------------------------------------------------- re-split
@@ -734,7 +797,11 @@ def clean_datasets(
         ``"drop"``: its images in lower-priority splits are removed instead
         (no split grows).
     **audit_options
-        Passed to :func:`audit_datasets` when ``report`` is None.
+        Passed to :func:`audit_datasets` when ``report`` is None, e.g.
+        ``threshold`` (an int or per-split / path-pattern rules such as
+        ``{"test": 4, "*": 8}``) and ``dihedral`` (bool, default False: also
+        treat mirrored, flipped and rotated copies as leaks, so they are moved
+        too). Validated before anything is hashed.
 
     Returns
     -------
@@ -810,6 +877,7 @@ def leak_free_random_split(
     transform_override: Any = KEEP_TRANSFORM,
     use_samples: bool | None = None,
     num_workers: int = 0,
+    dihedral: bool = False,
 ) -> LeakFreeSplit:
     """A drop-in for ``torch.utils.data.random_split`` that never splits a duplicate group.
 
@@ -834,10 +902,16 @@ def leak_free_random_split(
         Keep each label's share equal across splits (labels from ``samples`` or
         the second element of each item; a group counts under its most common
         label).
-    method, threshold, workers, progress, on_error, decode
+    method, workers, progress, on_error, decode
         As in :func:`audit_datasets`.
+    threshold : int or mapping of str to int, optional
+        As in :func:`audit_datasets`. The one split is named ``"dataset"``, so
+        a mapping's rules are path patterns (or ``"*"``, or ``"dataset"``).
     transform_override, use_samples, num_workers
         As in :func:`audit_datasets`.
+    dihedral : bool, default False
+        Also keep mirrored, flipped and rotated copies together, as in
+        :func:`audit_datasets`.
 
     Returns
     -------
@@ -860,6 +934,7 @@ def leak_free_random_split(
     torch = _require_torch()
     options = decode if decode is not None else DecodeOptions()
     resolve_threshold(method, threshold)
+    check_dihedral(dihedral)
     entry = _resolve("dataset", dataset)
     n = len(entry.indices)
     targets = resolve_lengths(lengths, n)
@@ -872,8 +947,9 @@ def leak_free_random_split(
         transform_override=transform_override,
         use_samples=use_samples,
         num_workers=num_workers,
+        dihedral=dihedral,
     )
-    report = _report_from(hashed, options, method, threshold)
+    report = _report_from(hashed, options, method, threshold, dihedral=dihedral)
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()
     labels = None
