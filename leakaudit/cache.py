@@ -41,6 +41,14 @@ a later audit of unchanged files reads none of them again, and a changed file
 never gets an old digest. The :class:`~leakaudit.hashing.HashTable` still holds
 digests of low-information images only, as an uncached run does.
 
+Orientation hashes
+------------------
+Dihedral matching (``dihedral=True``) also needs each image's hashes in its
+canonical orientation(s). They are kept in a second table, ``turned``, under the
+same key and context, with the identity they were computed under in front; a
+file whose entry lacks them is decoded again (its entry is kept as it is) and
+they are stored by the same rules as hashes.
+
 Lookups
 -------
 A second audit of an unchanged folder is stat + lookup, so the lookup is built
@@ -107,6 +115,7 @@ from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     ON_ERROR_CHOICES,
     HashTable,
+    OrientationHashes,
     UnreadableImageWarning,
     _summarise_errors,
     hash_sources,
@@ -129,8 +138,9 @@ HASH_VERSION = 2
 #: Version of the database layout; part of the file name, so two layouts never
 #: meet in one file. 2: one packed ``record`` per entry, and ``digest`` kept for
 #: any file whose bytes were digested (version 1 had one column per field, and a
-#: digest only for low-information images).
-SCHEMA_VERSION = 2
+#: digest only for low-information images). 3: a ``turned`` table of orientation
+#: hashes for dihedral matching.
+SCHEMA_VERSION = 3
 #: Environment variable naming the cache folder (overrides the platform default).
 CACHE_DIR_ENV = "LEAKAUDIT_CACHE_DIR"
 DATABASE_NAME = f"hashes-v{SCHEMA_VERSION}.sqlite3"
@@ -155,8 +165,19 @@ _DETERMINISTIC_FAILURES = (
 _IDENTITY = struct.Struct("<qqqQ")
 _RESULT = struct.Struct("<QQQQ")
 _RECORD_SIZE = _IDENTITY.size + _RESULT.size
+_TURNED_PAIR = struct.Struct("<QQ")  # one orientation entry: phash, dhash
 _LOW_INFORMATION = 1  # flags bit
 _COLUMNS = ("context", "path", "record", "error")
+_TURNED_COLUMNS = ("context", "path", "record")
+# Orientation hashes (dihedral matching): the identity, then (phash, dhash) pairs.
+_TURNED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS turned (
+    context INTEGER NOT NULL,
+    path BLOB NOT NULL,
+    record BLOB NOT NULL,
+    PRIMARY KEY (context, path)
+) WITHOUT ROWID
+"""
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS entries (
     context INTEGER NOT NULL,
@@ -451,24 +472,9 @@ class HashCache:
         results = np.zeros((n, 4), dtype=np.uint64)
         if not n:
             return _Found(hit, results, {})
-        columns = "path, record, error"
 
         def select(db: sqlite3.Connection) -> tuple[tuple[bytes, ...], bytes, tuple[Any, ...]]:
-            limit = 2 * n + 1000
-            rows: list[Any] = db.execute(
-                f"SELECT {columns} FROM entries WHERE context = ? AND path BETWEEN ? AND ? LIMIT ?",
-                (context, min(keys), max(keys), limit),
-            ).fetchall()
-            if len(rows) == limit:
-                rows = []
-                unique = sorted(set(keys))
-                for start in range(0, len(unique), _LOOKUP_BATCH):
-                    batch = unique[start : start + _LOOKUP_BATCH]
-                    marks = ",".join("?" * len(batch))
-                    rows += db.execute(
-                        f"SELECT {columns} FROM entries WHERE context = ? AND path IN ({marks})",
-                        (context, *batch),
-                    ).fetchall()
+            rows = _select_keys(db, "entries", "path, record, error", keys, context)
             if not rows:
                 return (), b"", ()
             paths, records, reasons = zip(*rows, strict=True)
@@ -498,6 +504,47 @@ class HashCache:
             rows_failed = np.flatnonzero(hit & np.isin(index, list(failed)))
             errors = {int(i): str(failed[int(index[i])]) for i in rows_failed}
         return _Found(hit, results, errors)
+
+    def _lookup_turned(
+        self, keys: Sequence[bytes], identities: Sequence[bytes], context: int
+    ) -> dict[int, bytes]:
+        """Orientation hashes stored for ``keys`` under the identities given: slot -> pairs.
+
+        The value is the packed ``(phash, dhash)`` pairs (possibly none: a blank image).
+        """
+        if not keys:
+            return {}
+
+        def select(db: sqlite3.Connection) -> dict[bytes, bytes]:
+            stored: dict[bytes, bytes] = {}
+            for path, record in _select_keys(db, "turned", "path, record", keys, context):
+                if (
+                    not isinstance(record, bytes)
+                    or len(record) < _IDENTITY.size
+                    or (len(record) - _IDENTITY.size) % _TURNED_PAIR.size
+                ):
+                    raise _Damaged("an orientation record is not what this version writes")
+                stored[path] = record
+            return stored
+
+        stored = self._run(select)
+        if not stored:
+            return {}
+        found: dict[int, bytes] = {}
+        size = _IDENTITY.size
+        for slot, (key, identity) in enumerate(zip(keys, identities, strict=True)):
+            record = stored.get(key)
+            if record is not None and record[:size] == identity:
+                found[slot] = record[size:]
+        return found
+
+    def _store_turned(self, rows: Sequence[tuple[bytes, bytes]], context: int) -> None:
+        """Insert or replace ``(key, record)`` orientation rows under ``context``."""
+        if not rows:
+            return
+        values = [(context, key, record) for key, record in rows]
+        statement = f"INSERT OR REPLACE INTO turned ({','.join(_TURNED_COLUMNS)}) VALUES (?,?,?)"
+        self._write(statement, values)
 
     def _store(self, rows: Sequence[tuple[bytes, bytes, str | None]], context: int) -> None:
         """Insert or replace ``(key, record, error)`` rows under ``context``, in short batches."""
@@ -594,6 +641,7 @@ class HashCache:
                 # Re-checked inside the write lock: another process may have just done it.
                 if not db.execute("SELECT name FROM sqlite_master").fetchall():
                     db.execute(_SCHEMA)
+                    db.execute(_TURNED_SCHEMA)
                     db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
                     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             application_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -606,6 +654,9 @@ class HashCache:
             )
         if sorted(columns) != sorted(_COLUMNS):
             raise _Damaged(f"unexpected columns {list(columns)}")
+        turned = tuple(row[1] for row in db.execute("PRAGMA table_info(turned)").fetchall())
+        if sorted(turned) != sorted(_TURNED_COLUMNS):
+            raise _Damaged(f"unexpected orientation columns {list(turned)}")
         if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":  # e.g. a file system without shared memory
@@ -650,6 +701,33 @@ class HashCache:
         if kind not in self._warned:
             self._warned.add(kind)
             warnings.warn(message, CacheWarning, stacklevel=5)
+
+
+def _select_keys(
+    db: sqlite3.Connection, table: str, columns: str, keys: Sequence[bytes], context: int
+) -> list[Any]:
+    """Rows of ``table`` under ``context`` for ``keys`` (and maybe others in their key range).
+
+    One read of the key range the wanted paths span (a folder's entries sit next to
+    each other in the primary key); batched ``IN`` queries instead when that range
+    holds many other entries.
+    """
+    limit = 2 * len(keys) + 1000
+    rows: list[Any] = db.execute(
+        f"SELECT {columns} FROM {table} WHERE context = ? AND path BETWEEN ? AND ? LIMIT ?",
+        (context, min(keys), max(keys), limit),
+    ).fetchall()
+    if len(rows) == limit:
+        rows = []
+        unique = sorted(set(keys))
+        for start in range(0, len(unique), _LOOKUP_BATCH):
+            batch = unique[start : start + _LOOKUP_BATCH]
+            marks = ",".join("?" * len(batch))
+            rows += db.execute(
+                f"SELECT {columns} FROM {table} WHERE context = ? AND path IN ({marks})",
+                (context, *batch),
+            ).fetchall()
+    return rows
 
 
 @contextmanager
@@ -806,6 +884,35 @@ class _CachedFiles:
         return digests
 
 
+def _turned_by_row(fresh: HashTable, misses: Sequence[int]) -> dict[int, bytes]:
+    """The packed orientation pairs of freshly hashed rows, by row of the whole table."""
+    entries = fresh.orientations
+    if entries is None or not len(entries):
+        return {}
+    pairs = np.stack([entries.phash, entries.dhash], axis=1).astype("<u8")
+    bounds = np.flatnonzero(np.diff(entries.owner)) + 1
+    starts = np.concatenate([[0], bounds]).tolist()
+    stops = np.concatenate([bounds, [len(entries)]]).tolist()
+    return {
+        misses[int(entries.owner[a])]: pairs[a:b].tobytes()
+        for a, b in zip(starts, stops, strict=True)
+    }
+
+
+def _orientations(*parts: dict[int, bytes]) -> OrientationHashes:
+    """One :class:`OrientationHashes` from packed pairs by row (rows ascending, order kept)."""
+    merged = {row: packed for part in parts for row, packed in part.items()}
+    rows = sorted(merged)
+    packed = b"".join(merged[row] for row in rows)
+    pairs = np.frombuffer(packed, dtype="<u8").reshape(-1, 2).astype(np.uint64)
+    counts = [len(merged[row]) // _TURNED_PAIR.size for row in rows]
+    return OrientationHashes(
+        owner=np.repeat(np.asarray(rows, dtype=np.int64), counts),
+        phash=pairs[:, 0].copy(),
+        dhash=pairs[:, 1].copy(),
+    )
+
+
 def _hash_sources_cached(
     sources: Sequence[ImageSource],
     *,
@@ -856,21 +963,25 @@ def _hash_sources_cached(
 
     # Stat every file; the cacheable ones (regular files) get a key and an identity.
     rows, keys, identities = _identify(names, file_rows)
-    # Orientation hashes are not cached: a dihedral run hashes everything.
+    found = store._lookup(keys, b"".join(identities), context)
+    hit = found.hit
+    turned: dict[int, bytes] = {}
     if dihedral:
-        found = _Found(np.zeros(len(keys), np.bool_), np.zeros((len(keys), 4), np.uint64), {})
-    else:
-        found = store._lookup(keys, b"".join(identities), context)
+        # A dihedral run also needs each file's orientation hashes (cached failures
+        # have none); a file without them is hashed again, its entry kept.
+        turned = store._lookup_turned(keys, identities, context)
+        complete = np.array([k in turned or k in found.errors for k in range(len(keys))])
+        hit = hit & complete.astype(np.bool_)
 
     cached_rows = np.asarray(rows, dtype=np.intp)
     results = np.zeros((n, 4), dtype=np.uint64)  # phash, dhash, digest, flags
     results[cached_rows] = found.results
     valid = np.zeros(n, dtype=np.bool_)
-    valid[cached_rows[found.hit]] = True
-    errors = {rows[k]: reason for k, reason in found.errors.items()}
+    valid[cached_rows[hit]] = True
+    errors = {rows[k]: reason for k, reason in found.errors.items() if hit[k]}
     valid[list(errors)] = False
     served = np.zeros(n, dtype=np.bool_)
-    served[cached_rows[found.hit]] = True
+    served[cached_rows[hit]] = True
     misses = np.flatnonzero(~served).tolist()
 
     started_ns = time.time_ns()
@@ -892,17 +1003,23 @@ def _hash_sources_cached(
         for k, message in fresh.errors.items():
             errors[misses[k]] = message
 
+    fresh_turned = _turned_by_row(fresh, misses) if dihedral else {}
     packed_results = results.astype("<u8", copy=False)
     new_rows: list[tuple[bytes, bytes, str | None]] = []
-    for slot in np.flatnonzero(~found.hit).tolist():
+    new_turned: list[tuple[bytes, bytes]] = []
+    for slot in np.flatnonzero(~hit).tolist():
         row, before = rows[slot], identities[slot]
         reason = errors.get(row)
         if reason is not None and not _cacheable_failure(reason):
             continue
         if _stat_identity(names[row]) != before or not _settled(before, started_ns):
             continue  # changed while (or just before) it was read: hash it again next time
-        new_rows.append((keys[slot], before + packed_results[row].tobytes(), reason))
+        if not found.hit[slot]:  # an entry served but for its orientations is kept as it is
+            new_rows.append((keys[slot], before + packed_results[row].tobytes(), reason))
+        if dihedral and reason is None:
+            new_turned.append((keys[slot], before + fresh_turned.get(row, b"")))
     store._store(new_rows, context)
+    store._store_turned(new_turned, context)
 
     low_information = (results[:, 3] & _LOW_INFORMATION).astype(np.bool_)
     table = HashTable(
@@ -915,8 +1032,11 @@ def _hash_sources_cached(
         valid=valid,
         errors=dict(sorted(errors.items())),
     )
-    if fresh.orientations is not None:  # dihedral: every row was hashed, in order
-        table.orientations = fresh.orientations
+    if dihedral:
+        table.orientations = _orientations(
+            {rows[k]: turned[k] for k in np.flatnonzero(hit).tolist() if k in turned},
+            fresh_turned,
+        )
     if table.errors and on_error == "raise":
         first = min(table.errors)
         raise ImageLoadError(names[first], table.errors[first])

@@ -293,8 +293,8 @@ def test_a_lookup_among_many_unrelated_entries_still_serves_every_hit(
     # Entries of other files whose keys sort between the wanted ones: the key range the
     # lookup would read is mostly someone else's, so it takes the batched path instead.
     keys = sorted(os.fsencode(p.absolute()) for p in files)
-    (context,) = {c for (c,) in sqlite3.connect(cache.path).execute("SELECT context FROM entries")}
     db = sqlite3.connect(cache.path)
+    (context,) = {c for (c,) in db.execute("SELECT context FROM entries")}
     with db:
         db.executemany(
             "INSERT INTO entries (context, path, record, error) VALUES (?, ?, ?, NULL)",
@@ -630,3 +630,70 @@ def test_a_damaged_cache_never_breaks_an_audit(tmp_path: Path, files: list[Path]
         report = audit_splits({"train": files[:4], "test": files[4:]}, workers=1, cache=cache_dir)
     assert report.total_images == len(files)
     assert report.n_unreadable == 1
+
+
+# ------------------------------------------------------------- orientation hashes
+
+
+def _orientation_rows(table: HashTable) -> list[tuple[int, int, int]]:
+    entries = table.orientations
+    assert entries is not None
+    return list(
+        zip(entries.owner.tolist(), entries.phash.tolist(), entries.dhash.tolist(), strict=True)
+    )
+
+
+def test_orientation_hashes_are_cached_and_served(tmp_path: Path, files: list[Path]) -> None:
+    cache = HashCache(tmp_path / "cache")
+    turned = [imagegen.photo_like(40, (90, 70)).transpose(Image.Transpose.ROTATE_90)]
+    sources: list[object] = [*files, *turned]  # an in-memory image among the files
+    reference = hash_sources(sources, on_error="ignore", workers=1, dihedral=True)
+    # A plain run first: its entries are kept, the orientations computed on the next run.
+    hash_sources_cached(files, cache=cache, on_error="ignore", workers=1)
+    first = hash_sources_cached(sources, cache=cache, on_error="ignore", workers=1, dihedral=True)
+    assert_same_table(first, reference)
+    assert _orientation_rows(first) == _orientation_rows(reference)
+    # Prove the second dihedral run reads the database: a planted orientation is served.
+    key = os.fsencode(files[0].absolute())
+    db = sqlite3.connect(cache.path)
+    with db:
+        (record,) = db.execute("SELECT record FROM turned WHERE path = ?", (key,)).fetchone()
+        planted = record[:32] + struct.pack("<QQ", 777, 888)
+        db.execute("UPDATE turned SET record = ? WHERE path = ?", (planted, key))
+    db.close()
+    second = hash_sources_cached(sources, cache=cache, on_error="ignore", workers=1, dihedral=True)
+    assert_same_table(second, reference)
+    rows = _orientation_rows(second)
+    assert rows[0] == (0, 777, 888)
+    assert rows[1:] == [r for r in _orientation_rows(reference) if r[0] != 0]
+    # The blank image (row 6) and the broken file have no orientations, the others do.
+    assert {r[0] for r in rows} == {0, 1, 2, 3, 4, 5, 8}
+
+
+def test_orientation_hashes_of_a_changed_file_are_not_served(tmp_path: Path) -> None:
+    cache = HashCache(tmp_path / "cache")
+    path = tmp_path / "a.png"
+    imagegen.photo_like(1, (90, 70)).save(path)
+    settle()
+    hash_sources_cached([path], cache=cache, workers=1, dihedral=True)
+    mtime = path.stat().st_mtime_ns
+    imagegen.photo_like(2, (90, 70)).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(path)
+    os.utime(path, ns=(mtime, mtime))
+    settle()
+    got = hash_sources_cached([path], cache=cache, workers=1, dihedral=True)
+    want = hash_sources([path], workers=1, dihedral=True)
+    assert _orientation_rows(got) == _orientation_rows(want)
+
+
+def test_a_damaged_orientation_record_is_set_aside(tmp_path: Path, files: list[Path]) -> None:
+    cache = HashCache(tmp_path / "cache")
+    hash_sources_cached(files, cache=cache, on_error="ignore", workers=1, dihedral=True)
+    db = sqlite3.connect(cache.path)
+    with db:
+        db.execute("UPDATE turned SET record = ?", (b"short",))
+    db.close()
+    reference = hash_sources(files, on_error="ignore", workers=1, dihedral=True)
+    with pytest.warns(CacheWarning, match="damaged"):
+        again = HashCache(tmp_path / "cache")
+        got = hash_sources_cached(files, cache=again, on_error="ignore", workers=1, dihedral=True)
+    assert _orientation_rows(got) == _orientation_rows(reference)
