@@ -23,7 +23,7 @@ from PIL import Image
 
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, _CachedFiles, _hash_sources_cached
-from leakaudit.frames import frame_from_hash_table, group_labels_for_frame, hash_values_from_frame
+from leakaudit.frames import frame_from_hash_table, group_labels_for_frame
 from leakaudit.hashing import HashTable
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import LeakageReport, dhash_audit
@@ -464,10 +464,11 @@ def audit_hash_table(
     frame = frame_from_hash_table(
         table, list(split), method=primary, paths=list(names) if names is not None else None
     )
-    values, valid = hash_values_from_frame(frame)
-    second = None
-    if method == "phash+dhash":
-        second, _ = hash_values_from_frame(frame, "dhash")
+    # The table's own arrays, not the frame's hex columns parsed back (same values).
+    valid = np.asarray(table.valid, dtype=bool).copy()
+    zero = np.uint64(0)
+    values = np.where(valid, table.dhash if primary == "dhash" else table.phash, zero)
+    second = np.where(valid, table.dhash, zero) if method == "phash+dhash" else None
     limits = None
     if isinstance(threshold, Mapping):
         limits = row_thresholds(
