@@ -349,17 +349,23 @@ def _leaked_group_table(
     mask = frame["group_id"].isin(leaked_ids).to_numpy()
     members = frame[mask]
     rank = {name: i for i, name in enumerate(order)}
+    # One count per (group, split), in split order: no per-group pandas calls (a leaked
+    # group per planted copy makes thousands of them).
+    sizes = members.groupby("group_id", sort=False).size()
+    by_split = members.dropna(subset=["split"]).groupby(["group_id", "split"], sort=False).size()
+    splits_of: dict[Any, list[tuple[int, str, int]]] = {}
+    for (group_id, split), count in by_split.items():
+        splits_of.setdefault(group_id, []).append((rank[split], str(split), int(count)))
     rows = []
-    for group_id, part in members.groupby("group_id", sort=False):
-        counts = part["split"].dropna().value_counts()
-        names = sorted(counts.index, key=lambda s: rank[s])
+    for group_id, n_members in sizes.items():
+        present = sorted(splits_of.get(group_id, []))
         rows.append(
             {
                 "group_id": group_id,
-                "n_members": len(part),
-                "splits_involved": ", ".join(names),
-                "n_splits": len(names),
-                "members_by_split": ", ".join(f"{s}:{counts[s]}" for s in names),
+                "n_members": int(n_members),
+                "splits_involved": ", ".join(name for _, name, _ in present),
+                "n_splits": len(present),
+                "members_by_split": ", ".join(f"{name}:{count}" for _, name, count in present),
             }
         )
     table = pd.DataFrame(rows)
