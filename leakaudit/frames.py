@@ -403,8 +403,10 @@ def group_labels_for_frame(
     linkable = valid & ~low
 
     def edges() -> Iterator[NDArray[np.int64]]:
-        if orientations is not None:
-            owner, entry_values, entry_second = orientations
+        if orientations is not None or limits is not None:
+            owner, entry_values, entry_second = (
+                orientations if orientations is not None else (None, values, second)
+            )
             yield from fuzzy_edges(
                 entry_values,
                 threshold,
@@ -412,15 +414,6 @@ def group_labels_for_frame(
                 second=entry_second,
                 second_threshold=second_threshold,
                 owner=owner,
-                limits=limits,
-            )
-        elif limits is not None:
-            yield from fuzzy_edges(
-                values,
-                threshold,
-                linkable,
-                second=second,
-                second_threshold=second_threshold,
                 limits=limits,
             )
         elif second is None:
