@@ -9,7 +9,9 @@ answer, exactly, much faster on large inputs:
 2. Multi-index hashing (pigeonhole banding). The 64 bits are split into ``m`` disjoint bands with
    search radii ``r_i`` such that ``sum(r_i + 1) > t``. If two hashes are within ``t`` then, by
    pigeonhole, some band differs by at most its radius. Each band's keys are bucketed (sorted once,
-   with a direct-address table for bands up to 24 bits); candidates are the members of a bucket and
+   with a direct-address table for bands up to 24 bits, and for wider bands a hash table behind a
+   small bitmap filter, since a binary search over millions of sorted keys misses the cache at
+   every step); candidates are the members of a bucket and
    of the buckets reached by flipping at most ``r_i`` key bits; every candidate is verified by
    popcount. A flip mask is probed only from keys where its highest bit is clear, so each pair of
    buckets is visited once, never in both directions. In narrow bands the hashes of small buckets
@@ -27,6 +29,11 @@ answer, exactly, much faster on large inputs:
    cost, and falls back to the chunked brute force when banding would not pay (tiny inputs, large
    thresholds). Widths may be uneven (e.g. 22, 22, 20 bits at radii 3, 3, 2 for ``t = 10``): the
    widest bands take the largest radii.
+5. Grouping needs links, not pairs (:func:`iter_linking_pairs`): a pair whose ends are already one
+   component is dropped, and on dense, clumpy data (whose dense core holds billions of near pairs
+   and ends up as one giant component) the search runs in passes of increasing flip weight in
+   which only values outside the giant component probe, in a spread-out order, merging as it
+   goes (see :func:`_dense_links`): at 10M clumpy hashes the core is never enumerated.
 """
 
 from __future__ import annotations
@@ -416,19 +423,26 @@ def _search(
     covered = sum(r + 1 for r in plan.radii)
     if covered <= threshold:
         raise ValueError(f"plan covers distance < {covered}; threshold {threshold} needs more.")
-    if components is not None:
-        first = _DenseBand(unique, plan.band_masks[0], plan.radii[0])
-        if first.dense:
-            yield from _dense_links(unique, threshold, plan, components, first)
-            return
-        del first
+    first_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] = Future()
+    first_band.set_result(_sort_band(unique, plan.band_masks[0]))
+    if components is not None and _is_dense(first_band.result()[1]):
+        first = _DenseBand(unique, plan.band_masks[0], plan.radii[0], first_band.result())
+        del first_band
+        yield from _dense_links(unique, threshold, plan, components, first)
+        return
     if _THREADS <= 1:
+        bands: list[Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None] = [first_band]
+        del first_band  # each band's sort is freed once searched
+        bands.extend([None] * (len(plan.band_masks) - 1))
         for index in range(len(plan.band_masks)):
-            yield from _band_pairs(unique, threshold, plan, index, components)
+            band, bands[index] = bands[index], None
+            yield from _band_pairs(unique, threshold, plan, index, components, band)
+            del band
         return
     # Each band's keys are sorted on a second thread while the previous band is searched.
     with ThreadPoolExecutor(max_workers=1) as ahead:
-        sorted_band = ahead.submit(_sort_band, unique, plan.band_masks[0])
+        sorted_band = first_band
+        del first_band
         for index in range(len(plan.band_masks)):
             current = sorted_band
             if index + 1 < len(plan.band_masks):
@@ -639,6 +653,8 @@ def _bucket_finder(
             return found
 
         return find_direct
+    if width <= 32 and count < 2**32 - 1:
+        return _open_address_finder(bucket_keys, count)
     # A multiplicative hash picks each key's slot: band keys of clumpy data share long prefixes,
     # so a table over the keys' top bits would put hundreds of them in one slot.
     slot_bits = min(_DIRECT_TABLE_MAX_BITS, max(16, count.bit_length() + 1))
@@ -682,14 +698,105 @@ def _bucket_finder(
     return find_hashed
 
 
+def _open_address_finder(
+    bucket_keys: NDArray[Any], count: int
+) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
+    """:func:`_bucket_finder` for bands of 25 to 32 bits: a filtered open-addressing hash table.
+
+    Each slot holds ``key << 32 | bucket`` in one word (all ones when empty); a multiplicative
+    hash spreads the (clumpy) keys, at most a quarter of the slots are used, and collisions move
+    on to the next slot (linear probing), inserted and looked up a round at a time, vectorised.
+    Most probes miss, and a table of millions of words misses the cache on every read, so a
+    bitmap of about 16 bits per key (a one-hash Bloom filter, small enough to stay in cache)
+    turns away nearly all of them first.
+    """
+    multiplier = np.uint64(0x9E3779B97F4A7C15)
+    slot_bits = max(4, (4 * count - 1).bit_length())
+    slot_shift = np.uint64(64 - slot_bits)
+    size = 1 << slot_bits
+    filter_bits = max(6, (16 * count - 1).bit_length())
+    filter_shift = np.uint64(64 - filter_bits)
+    empty = np.uint64(2**64 - 1)
+    table = np.full(size, empty, dtype=np.uint64)
+
+    keys = bucket_keys.astype(np.uint64)
+    product = keys * multiplier
+    present = np.zeros(1 << filter_bits, dtype=np.bool_)
+    present[(product >> filter_shift).astype(np.intp)] = True
+    bitmap = np.packbits(present, bitorder="little")
+    del present
+    entries = (keys << np.uint64(32)) | np.arange(count, dtype=np.uint64)
+    slot = (product >> slot_shift).astype(np.intp)
+    del keys, product
+    while entries.size:
+        # Of the entries aimed at one free slot, one takes it; the others try the next.
+        free = table[slot] == empty
+        table[slot[free]] = entries[free]
+        placed = table[slot] == entries
+        entries, slot = entries[~placed], (slot[~placed] + 1) & (size - 1)
+    low_bits = np.uint64(0xFFFF_FFFF)
+    seven = np.uint64(7)
+    one = np.uint8(1)
+
+    def find_open(query: NDArray[Any]) -> NDArray[np.int64]:
+        result = np.full(query.size, -1, dtype=np.int64)
+        product = query.astype(np.uint64)
+        product *= multiplier
+        bit = product >> filter_shift
+        maybe = np.flatnonzero(
+            (bitmap[(bit >> np.uint64(3)).astype(np.intp)] >> (bit & seven).astype(np.uint8)) & one
+        )
+        del bit
+        wanted = query[maybe].astype(np.uint64)
+        slot = (product[maybe] >> slot_shift).astype(np.intp)
+        del product
+        entry = table[slot]
+        # An empty slot reads as key 2**32 - 1, a valid key: empty slots never match.
+        match = (entry >> np.uint64(32) == wanted) & (entry != empty)
+        found = np.where(match, entry & low_bits, empty)
+        # Occupied by another key: look on (rare, as the table is at most a quarter full).
+        pending = np.flatnonzero((found == empty) & (entry != empty))
+        while pending.size:
+            slot_now = (slot[pending] + 1) & (size - 1)
+            slot[pending] = slot_now
+            entry = table[slot_now]
+            hit = (entry >> np.uint64(32) == wanted[pending]) & (entry != empty)
+            found[pending[hit]] = entry[hit] & low_bits
+            pending = pending[~hit & (entry != empty)]
+        known = found != empty
+        result[maybe[known]] = found[known].astype(np.int64)
+        return result
+
+    return find_open
+
+
+def _is_dense(sorted_keys: NDArray[np.uint64]) -> bool:
+    """Whether a band's buckets hold more pairs than :data:`_DENSE_PAIRS_PER_VALUE` per value.
+
+    Clumpy data (real dHash values) is dense; uniform data holds far fewer pairs than values.
+    """
+    n = sorted_keys.size
+    boundary = np.empty(n + 1, dtype=np.bool_)
+    boundary[0] = boundary[n] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:n])
+    counts = np.diff(np.flatnonzero(boundary)).astype(np.float64)
+    return float(np.dot(counts, counts - 1.0)) / 2 > _DENSE_PAIRS_PER_VALUE * n
+
+
 class _DenseBand:
     """One band of a plan, bucketed for :func:`_dense_links` (grouping dense, clumpy data)."""
 
-    def __init__(self, unique: NDArray[np.uint64], mask: int, radius: int) -> None:
+    def __init__(
+        self,
+        unique: NDArray[np.uint64],
+        mask: int,
+        radius: int,
+        sorted_band: tuple[NDArray[np.int64], NDArray[np.uint64]] | None = None,
+    ) -> None:
         n = unique.size
         self.width = bin(mask).count("1")
         self.radius = radius
-        self.order, sorted_keys = _sort_band(unique, mask)
+        self.order, sorted_keys = sorted_band if sorted_band else _sort_band(unique, mask)
         boundary = np.empty(n, dtype=np.bool_)
         boundary[0] = True
         np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
@@ -700,27 +807,20 @@ class _DenseBand:
         self.member_keys = sorted_keys.astype(key_dtype)
         del sorted_keys
         self.sorted_hashes = unique[self.order]
-        within = float(np.dot(self.counts.astype(np.float64), self.counts - 1.0)) / 2
-        # Clumpy data: buckets hold many more pairs than values (uniform data: far fewer).
-        self.dense = within > _DENSE_PAIRS_PER_VALUE * n
-        self._find: Callable[[NDArray[Any]], NDArray[np.int64]] | None = None
-        self._probing: NDArray[np.int64] | None = None
 
     def find(self) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
-        if self._find is None:
-            self._find = _bucket_finder(self.member_keys[self.starts], self.width)
-        return self._find
+        """Build the band's bucket lookup (built per pass, so only one table is alive at a time)."""
+        return _bucket_finder(self.member_keys[self.starts], self.width)
 
     def probing(self) -> NDArray[np.int64]:
-        """Positions in probing order: one member of every bucket (densest first), then another.
+        """Positions in probing order: a fixed pseudo-random permutation.
 
-        Each probing member links the bucket mates within reach, which then need not probe.
+        Each probing value links its neighbours, which then need not probe. In a dense core a
+        value has hundreds of neighbours, so probing a spread-out 1% of the core links most of
+        it; probing in bucket order would instead probe whole neighbourhoods before linking.
         """
-        if self._probing is None:
-            rank = np.arange(self.order.size, dtype=np.int64)
-            rank -= np.repeat(self.starts, self.counts)
-            self._probing = np.lexsort((-np.repeat(self.counts, self.counts), rank))
-        return self._probing
+        permutation: NDArray[np.int64] = np.random.default_rng(0).permutation(self.order.size)
+        return permutation
 
 
 def _dense_links(
@@ -758,7 +858,11 @@ def _dense_links(
 
 
 def _dense_pass(
-    band: _DenseBand, weights: list[int], t: int, components: Components, giant: int
+    band: _DenseBand,
+    weights: list[int],
+    t: int,
+    components: Components,
+    giant: int,
 ) -> Generator[tuple[NDArray[np.int64], NDArray[np.int64]], None, int]:
     """One pass of :func:`_dense_links` (flip masks of these weights); returns the giant."""
     key_dtype = band.member_keys.dtype.type
@@ -798,7 +902,7 @@ def _dense_pass(
     # Without a giant component yet, start small: the first chunk forms it.
     chunk = _FIRST_CHUNK if giant < 0 else max(_FIRST_CHUNK, n // 32)
     done = 0
-    while done < n:
+    while done < probing.size:
         positions = probing[done : done + chunk]
         done += positions.size
         chunk = min(2 * chunk, max(_FIRST_CHUNK, n // 32))
@@ -806,27 +910,16 @@ def _dense_pass(
             roots = components.roots()
             positions = positions[roots[order[positions]] != roots[giant]]
             del roots
-        tasks = ((positions[k : k + step],) for k in range(0, positions.size, step))
+        # Before the giant component exists, probing values sit in the dense core, where each
+        # one is within reach of thousands: smaller blocks bound the pairs held at once.
+        size = step if giant >= 0 else max(1, step // 16)
+        tasks = ((positions[k : k + size],) for k in range(0, positions.size, size))
         for a, b in _map_ordered(probe, tasks):
             if a.size:
                 yield from _apart(components, a, b)
         components.sync()
         if giant < 0:
             giant = int(np.argmax(np.bincount(components.roots(), minlength=1)))
-        if os.environ.get("LA_DEBUG"):
-            import time as _t
-
-            r = components.roots()
-            print(
-                "   chunk",
-                band.width,
-                weights[-1],
-                done,
-                positions.size,
-                round(float((r == r[giant]).mean()), 3),
-                round(_t.perf_counter(), 1),
-                flush=True,
-            )
     return giant
 
 
@@ -1115,7 +1208,10 @@ def _greedy_masks(differ: NDArray[np.float32], widths: list[int]) -> list[int]:
         for band, width in enumerate(widths):
             if bin(masks[band]).count("1") >= width or not free.any():
                 continue
-            score = agree[band] @ differ
+            # einsum, not BLAS: a vector-matrix product this small costs more in
+            # OpenBLAS thread start-up than in arithmetic (1 s vs 6 ms for a plan on a busy
+            # machine). The counts are small integers, exact in float32 either way.
+            score = np.einsum("i,ij->j", agree[band], differ)
             score[~free] = -1.0
             bit = int(np.argmax(score))
             masks[band] |= 1 << bit

@@ -16,6 +16,7 @@ from leakaudit.search import (
     as_hash_array,
     band_keys,
     choose_plan,
+    iter_linking_pairs,
     iter_pairs_within,
     iter_unique_pairs,
     pairs_within,
@@ -313,3 +314,134 @@ def test_threads_do_not_change_the_output(monkeypatch: pytest.MonkeyPatch) -> No
     assert all(np.array_equal(a, b) for a, b in zip(*outputs, strict=True))
     found = np.sort(np.concatenate(outputs[0], axis=1).T, axis=1)
     assert as_pair_set(found) == as_pair_set(pairs_within_brute_force(unique, 5))
+
+
+# --------------------------------------------------------------------------------------------------
+# Bucket lookup
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    width=st.sampled_from([8, 20, 25, 32, 33, 48, 64]),
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(1, 3000),
+    clumpy=st.booleans(),
+)
+def test_bucket_finder_finds_exactly_the_present_keys(
+    width: int, seed: int, size: int, clumpy: bool
+) -> None:
+    from leakaudit.search import _bucket_finder
+
+    rng = np.random.default_rng(seed)
+    top = np.uint64(2**width - 1)
+    keys = rng.integers(0, 2**63, size, dtype=np.uint64) * np.uint64(2) & top
+    if clumpy:  # long shared prefixes, as band keys of real dHash values have
+        keys = (keys & np.uint64(0xFF)) | (top & ~np.uint64(0xFF) & np.uint64(0xA5A5A5A5A5A5A500))
+    keys = np.unique(np.append(keys, top if size % 2 else np.uint64(0)))  # all ones: an edge
+    if width <= 32:
+        keys = keys.astype(np.uint32)
+    find = _bucket_finder(keys, width)
+    absent = rng.integers(0, 2**63, 500, dtype=np.uint64) * np.uint64(2) & top
+    query = np.concatenate(
+        [
+            keys.astype(np.uint64),
+            absent,
+            keys.astype(np.uint64) ^ np.uint64(1),
+            np.array([top, 0], np.uint64),
+        ]
+    )
+    query = query.astype(keys.dtype)
+    found = find(query)
+    position = {int(k): i for i, k in enumerate(keys.tolist())}
+    assert found.tolist() == [position.get(int(q), -1) for q in query.tolist()]
+
+
+# --------------------------------------------------------------------------------------------------
+# Grouping mode: linking pairs with forced plans, dense path included
+
+
+def linking_labels(unique: NDArray[np.uint64], threshold: int, plan: SearchPlan) -> list[int]:
+    from leakaudit.grouping import _Forest
+
+    forest = _Forest(unique.size, batch=7)
+    for a, b in iter_linking_pairs(unique, threshold, forest, plan=plan):
+        assert bool((np.bitwise_count(unique[a] ^ unique[b]) <= threshold).all())
+        forest.add(a, b)
+    return forest.labels().tolist()
+
+
+def component_labels(unique: NDArray[np.uint64], threshold: int) -> list[int]:
+    from leakaudit.grouping import connected_component_labels
+
+    pairs = pairs_within_brute_force(unique, threshold)
+    return connected_component_labels(unique.size, [pairs]).tolist()
+
+
+# Every example sets the three patched constants itself, so sharing the fixture is safe.
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    hashes=skewed_hashes(),
+    threshold=st.integers(1, 10),
+    cuts=st.lists(st.integers(1, 63), min_size=1, max_size=4, unique=True),
+    permutation=st.permutations(list(range(64))),
+    dense=st.booleans(),
+    first_chunk=st.integers(1, 8),
+    data=st.data(),
+)
+def test_linking_pairs_connect_exactly_the_brute_force_components(
+    monkeypatch: pytest.MonkeyPatch,
+    hashes: NDArray[np.uint64],
+    threshold: int,
+    cuts: list[int],
+    permutation: list[int],
+    dense: bool,
+    first_chunk: int,
+    data: st.DataObject,
+) -> None:
+    from leakaudit import search
+
+    # Force either search path (the dense one on inputs far smaller than it is meant for), with
+    # tiny chunks and probe blocks so that merges, giant choices and skips happen often.
+    monkeypatch.setattr(search, "_DENSE_PAIRS_PER_VALUE", -1 if dense else 10**9)
+    monkeypatch.setattr(search, "_FIRST_CHUNK", first_chunk)
+    monkeypatch.setattr(search, "_PROBE_ELEMENTS", data.draw(st.sampled_from([1, 37, 1 << 18])))
+    edges = [0, *sorted(cuts), 64]
+    widths = [high - low for low, high in itertools.pairwise(edges)]
+    radii = [data.draw(st.integers(0, min(3, w))) for w in widths]
+    while sum(r + 1 for r in radii) <= threshold:
+        k = data.draw(st.integers(0, len(radii) - 1))
+        radii[k] = min(widths[k], radii[k] + 1)
+        if all(r == w for r, w in zip(radii, widths, strict=True)):
+            break
+    if sum(math.comb(w, r) for w, r in zip(widths, radii, strict=True)) > 3000:
+        return  # too many flip masks for a unit test
+    plan = SearchPlan(masks_from_permutation(permutation, widths), tuple(radii))
+    unique = np.unique(hashes)
+    assert linking_labels(unique, threshold, plan) == component_labels(unique, threshold)
+
+
+@pytest.mark.parametrize(
+    ("widths", "radii", "dense"),
+    [([22, 21, 21], (1, 1, 1), True), ([32, 32], (2, 2), False), ([40, 24], (3, 1), False)],
+)
+def test_clumpy_data_takes_the_dense_path_and_groups_exactly(
+    widths: list[int], radii: tuple[int, ...], dense: bool
+) -> None:
+    from leakaudit.search import _contiguous_masks, _is_dense, _sort_band
+
+    # A dense core: near copies (up to 6 flipped bits) of a few dozen hashes, and a sparse rest.
+    rng = np.random.default_rng(4)
+    bases = rng.integers(0, 2**63, 40, dtype=np.uint64)
+    hashes = planted_hashes(4000, seed=4)
+    core = bases[rng.integers(0, 40, 8000)]
+    for _ in range(6):
+        flip = (rng.random(core.size) < 0.5).astype(np.uint64)
+        core ^= flip << rng.integers(0, 64, core.size).astype(np.uint64)
+    unique = np.unique(np.concatenate([hashes, core]))
+    plan = SearchPlan(tuple(_contiguous_masks(widths)), radii)
+    assert _is_dense(_sort_band(unique, plan.band_masks[0])[1]) == dense
+    assert linking_labels(unique, 5, plan) == component_labels(unique, 5)
