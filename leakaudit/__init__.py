@@ -14,6 +14,7 @@ from __future__ import annotations
 from leakaudit.audit import (
     DEFAULT_METHOD,
     DEFAULT_THRESHOLDS,
+    ThresholdRuleWarning,
     audit_hash_table,
     audit_sources,
     audit_splits,
@@ -39,6 +40,7 @@ __all__ = [
     "LeakageError",
     "LeakageReport",
     "LeakauditError",
+    "ThresholdRuleWarning",
     "UnreadableImageWarning",
     "__version__",
     "audit_hash_table",
