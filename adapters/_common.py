@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from leakaudit._validation import check_choice, describe
+from leakaudit._validation import check_bool, check_choice, describe
 from leakaudit.cleaning import DEFAULT_PRIORITY, clean_splits
 from leakaudit.report import LeakageReport
 
@@ -183,9 +183,7 @@ def check_dihedral(dihedral: Any) -> bool:
     ...
     TypeError: dihedral must be a bool; got 1.
     """
-    if not isinstance(dihedral, bool):
-        raise TypeError(f"dihedral must be a bool; got {describe(dihedral)}.")
-    return dihedral
+    return check_bool("dihedral", dihedral)
 
 
 def check_report_matches(report: LeakageReport, sizes: Mapping[str, int], what: str) -> None:

@@ -28,6 +28,13 @@ def check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
     return result
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` after checking it is a bool (``1``, ``"yes"``, ``None`` are not)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool; got {describe(value)}.")
+    return value
+
+
 def check_choice(name: str, value: Any, choices: Collection[str]) -> str:
     """Return ``value`` after checking it is one of ``choices``."""
     if not isinstance(value, str) or value not in choices:

@@ -21,7 +21,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from PIL import Image
 
-from leakaudit._validation import check_choice, check_int, describe
+from leakaudit._validation import check_bool, check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, _CachedFiles, _hash_sources_cached
 from leakaudit.frames import frame_from_hash_table, group_labels_for_frame
 from leakaudit.hashing import HashTable
@@ -317,7 +317,7 @@ def audit_sources(
         copies (``stage == "exact bytes"``) from re-encodes.
     """
     resolve_threshold(method, threshold)
-    _check_bool("dihedral", dihedral)
+    check_bool("dihedral", dihedral)
     items = list(sources)
     labels = list(split)
     if len(labels) != len(items):
@@ -449,7 +449,7 @@ def audit_hash_table(
     LeakageReport
     """
     search_threshold = resolve_threshold(method, threshold)
-    _check_bool("dihedral", dihedral)
+    check_bool("dihedral", dihedral)
     if dihedral and table.orientations is None:
         raise ValueError(
             "dihedral=True needs hashes of every orientation: hash the images with "
@@ -523,11 +523,6 @@ def audit_hash_table(
         report.orientations = table.orientations
         turned_group_spreads(report)
     return report
-
-
-def _check_bool(name: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool; got {describe(value)}.")
 
 
 def _embedding_sources(table: HashTable, images: Sequence[Any] | None) -> list[Any]:

@@ -110,7 +110,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from leakaudit._validation import check_choice, describe
+from leakaudit._validation import check_bool, check_choice, describe
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     ON_ERROR_CHOICES,
@@ -938,8 +938,7 @@ def _hash_sources_cached(
     check_choice("on_error", on_error, ON_ERROR_CHOICES)
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
-    if not isinstance(dihedral, bool):
-        raise TypeError(f"dihedral must be a bool; got {describe(dihedral)}.")
+    check_bool("dihedral", dihedral)
     if isinstance(sources, (str, bytes, bytearray, os.PathLike, Image.Image)):
         raise TypeError(
             "sources must be a sequence of paths, bytes or PIL images; "

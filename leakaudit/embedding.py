@@ -108,7 +108,7 @@ from numpy.typing import ArrayLike, NDArray
 from PIL import Image, ImageOps
 
 from leakaudit._progress import Progress, progress_enabled
-from leakaudit._validation import check_choice, check_int, describe
+from leakaudit._validation import check_bool, check_choice, check_int, describe
 
 __all__ = [
     "EMBEDDING_PAIR_COLUMNS",
@@ -198,8 +198,7 @@ class EmbeddingStage:
         if self.k is not None:
             check_int("k", self.k, 1)
         check_int("batch_size", self.batch_size, 1)
-        if not isinstance(self.only_ungrouped, bool):
-            raise TypeError(f"only_ungrouped must be a bool; got {describe(self.only_ungrouped)}.")
+        check_bool("only_ungrouped", self.only_ungrouped)
         check_choice("backend", self.backend, BACKENDS)
         if _is_torch_module(self.embed) and self.transform is None:
             raise ValueError(

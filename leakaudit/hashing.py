@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._progress import Progress, progress_enabled
-from leakaudit._validation import check_choice, check_int, check_workers, describe
+from leakaudit._validation import check_bool, check_choice, check_int, check_workers, describe
 from leakaudit.errors import ImageLoadError
 from leakaudit.loading import (
     _DEFAULT_OPTIONS,
@@ -713,8 +713,7 @@ def hash_image(
     """
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
-    if not isinstance(dihedral, bool):
-        raise TypeError(f"dihedral must be a bool; got {describe(dihedral)}.")
+    check_bool("dihedral", dihedral)
     if isinstance(source, Image.Image):
         phash, dhash, low_information, entries = _hash_reduced(
             grey_from_pil(source, "<in-memory PIL image>", options), dihedral
@@ -968,8 +967,7 @@ def hash_sources(
     check_choice("on_error", on_error, ON_ERROR_CHOICES)
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
-    if not isinstance(dihedral, bool):
-        raise TypeError(f"dihedral must be a bool; got {describe(dihedral)}.")
+    check_bool("dihedral", dihedral)
     n_workers = check_workers(workers)
     items, names = _normalise_sources(sources)
     n = len(items)

@@ -60,7 +60,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
-from leakaudit._validation import check_int, describe
+from leakaudit._validation import check_bool, check_int, describe
 from leakaudit.errors import ImageLoadError
 
 __all__ = ["Box", "DecodeOptions", "ImageSource", "ReducedGrey", "load_reduced_grey"]
@@ -184,8 +184,7 @@ class DecodeOptions:
     def __post_init__(self) -> None:
         if self.min_side is not None:
             check_int("min_side", self.min_side, 1)
-        if not isinstance(self.exif_transpose, bool):
-            raise TypeError(f"exif_transpose must be a bool; got {describe(self.exif_transpose)}.")
+        check_bool("exif_transpose", self.exif_transpose)
         background = self.background
         if (
             not isinstance(background, tuple)
@@ -198,8 +197,7 @@ class DecodeOptions:
                 f"background must be a tuple of 3 ints in [0, 255]; got {describe(background)}."
             )
         check_int("max_pixels", self.max_pixels, 1)
-        if not isinstance(self.trim_borders, bool):
-            raise TypeError(f"trim_borders must be a bool; got {describe(self.trim_borders)}.")
+        check_bool("trim_borders", self.trim_borders)
 
 
 _DEFAULT_OPTIONS = DecodeOptions()
