@@ -46,7 +46,13 @@ from leakaudit.adapters._common import (
     plan_resplit,
     resolve_lengths,
 )
-from leakaudit.audit import DEFAULT_METHOD, ThresholdSpec, audit_hash_table, resolve_threshold
+from leakaudit.audit import (
+    DEFAULT_METHOD,
+    ThresholdSpec,
+    audit_hash_table,
+    decode_parameters,
+    resolve_threshold,
+)
 from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
@@ -477,11 +483,7 @@ def _audit(
         method=method,
         threshold=threshold,
         dihedral=dihedral,
-        extra_parameters={
-            "min_side": options.min_side,
-            "exif_transpose": options.exif_transpose,
-            "trim_borders": options.trim_borders,
-        },
+        extra_parameters=decode_parameters(options),
     )
     assert report.table is not None
     report.table.insert(2, "index", np.asarray(index, dtype=np.int64))

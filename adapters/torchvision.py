@@ -67,6 +67,7 @@ from leakaudit.audit import (
     IMAGE_EXTENSIONS,
     ThresholdSpec,
     audit_hash_table,
+    decode_parameters,
     resolve_threshold,
 )
 from leakaudit.cache import CacheSpec, hash_sources_cached
@@ -539,11 +540,7 @@ def _report_from(
         method=method,
         threshold=threshold,
         dihedral=dihedral,
-        extra_parameters={
-            "min_side": options.min_side,
-            "exif_transpose": options.exif_transpose,
-            "trim_borders": options.trim_borders,
-        },
+        extra_parameters=decode_parameters(options),
     )
     assert report.table is not None
     report.table.insert(2, "index", np.asarray(hashed.index, dtype=np.int64))

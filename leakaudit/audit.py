@@ -41,6 +41,7 @@ __all__ = [
     "audit_hash_table",
     "audit_sources",
     "audit_splits",
+    "decode_parameters",
     "list_image_files",
     "list_image_paths",
     "row_thresholds",
@@ -164,6 +165,15 @@ ThresholdSpec: TypeAlias = "int | Mapping[str, int] | None"
 
 class ThresholdRuleWarning(UserWarning):
     """A per-source threshold rule matched no image (a misspelt split or pattern?)."""
+
+
+def decode_parameters(options: DecodeOptions) -> dict[str, Any]:
+    """The decoding settings a report records in its ``parameters``."""
+    return {
+        "min_side": options.min_side,
+        "exif_transpose": options.exif_transpose,
+        "trim_borders": options.trim_borders,
+    }
 
 
 def resolve_threshold(method: str, threshold: ThresholdSpec) -> int:
@@ -338,11 +348,7 @@ def audit_sources(
         on_error=on_error,
         dihedral=dihedral,
     )
-    parameters: dict[str, Any] = {
-        "min_side": options.min_side,
-        "exif_transpose": options.exif_transpose,
-        "trim_borders": options.trim_borders,
-    }
+    parameters = decode_parameters(options)
     parameters.update(extra_parameters or {})
     report = audit_hash_table(
         table,
