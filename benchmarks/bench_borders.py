@@ -55,7 +55,7 @@ from bench_quality import POOL_MAX_IOU, build_pool
 from photos import build_photo_corpus
 
 from leakaudit.audit import DEFAULT_THRESHOLDS
-from leakaudit.hashing import _hashes_from_pixels, hash_sources
+from leakaudit.hashing import _hash_reduced, hash_sources
 from leakaudit.loading import (
     TRIM_RINGING_LINES,
     TRIM_STEP,
@@ -383,7 +383,7 @@ def hash_scheme(decoded: Sequence[Decoded], scheme: Scheme) -> tuple[np.ndarray,
     """(n, k) uint64 pHash and dHash of every image's k regions."""
     phash, dhash = [], []
     for pixels, box in decoded:
-        values = [_hashes_from_pixels(p, b)[:2] for p, b in scheme(pixels, box)]
+        values = [_hash_reduced((p, b), False)[:2] for p, b in scheme(pixels, box)]
         phash.append([v[0] for v in values])
         dhash.append([v[1] for v in values])
     return np.array(phash, dtype=np.uint64), np.array(dhash, dtype=np.uint64)

@@ -570,12 +570,6 @@ def _hashes_from_thumbnails(
     return phash, dhash, low * _AC_SCALE
 
 
-def _hashes_from_pixels(pixels: NDArray[np.uint8], box: Box | None = None) -> tuple[int, int, bool]:
-    """pHash, dHash and the low-information flag of the reduced grey pixels (within ``box``)."""
-    phash, dhash, ac = _hashes_from_thumbnails(*_thumbnails(pixels, box))
-    return phash, dhash, bool(ac @ ac < _LOW_INFORMATION_ENERGY)
-
-
 # ------------------------------------------------------------ dihedral matching
 
 #: Decisions of the canonical orientation closer to a tie than this fraction of
@@ -637,24 +631,24 @@ def dihedral_orientations(ac: NDArray[np.float64], margin: float = DIHEDRAL_MARG
 
 def _dihedral_entries(
     pixels: NDArray[np.uint8], box: Box | None, identity: tuple[int, int, NDArray[np.float64]]
-) -> list[int]:
-    """Flattened ``[phash, dhash, ...]`` of the image in each canonical-orientation candidate."""
+) -> list[tuple[int, int]]:
+    """``(phash, dhash)`` of the image in each canonical-orientation candidate."""
     phash, dhash, ac = identity
-    entries: list[int] = []
+    entries: list[tuple[int, int]] = []
     for code in dihedral_orientations(ac):
         if code == 0:
-            entries += (phash, dhash)
+            entries.append((phash, dhash))
         else:
             turned_phash, turned_dhash, _ = _hashes_from_thumbnails(
                 *_thumbnails(*_oriented(pixels, box, code))
             )
-            entries += (turned_phash, turned_dhash)
+            entries.append((turned_phash, turned_dhash))
     return entries
 
 
 def _hash_reduced(
     reduced: tuple[NDArray[np.uint8], Box | None], dihedral: bool
-) -> tuple[int, int, bool, list[int]]:
+) -> tuple[int, int, bool, list[tuple[int, int]]]:
     """pHash, dHash, low-information flag and (with ``dihedral``) the orientation entries."""
     pixels, box = reduced
     identity = _hashes_from_thumbnails(*_thumbnails(pixels, box))
@@ -725,14 +719,13 @@ def hash_image(
             grey_from_bytes(data, name, options), dihedral
         )
         digest = _digest_bytes(data) if low_information else 0
-    turned = tuple((entries[k], entries[k + 1]) for k in range(0, len(entries), 2))
-    return ImageHashes(phash, dhash, low_information, digest, turned)
+    return ImageHashes(phash, dhash, low_information, digest, tuple(entries))
 
 
 # One result per item: (phash, dhash, low_information, digest, orientation entries),
-# or the failure reason. The entries are the flattened [phash, dhash, ...] of the
-# canonical orientation candidates (empty unless dihedral matching was asked for).
-_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[int]] | str"
+# or the failure reason. The entries are the (phash, dhash) of the canonical
+# orientation candidates (empty unless dihedral matching was asked for).
+_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[tuple[int, int]]] | str"
 # One result per chunk of items, as arrays (cheap to send back from a worker):
 # (len, 3) uint64 columns phash, dhash, digest; the low_information flags;
 # position in the chunk -> failure reason (those rows are all zero); and the
@@ -767,8 +760,8 @@ def _hash_pil(
     return phash, dhash, low_information, _digest_pil(image) if low_information else 0, entries
 
 
-def _entry_rows(position: int, entries: list[int]) -> list[tuple[int, int, int]]:
-    return [(position, entries[k], entries[k + 1]) for k in range(0, len(entries), 2)]
+def _entry_rows(position: int, entries: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    return [(position, phash, dhash) for phash, dhash in entries]
 
 
 def _hash_chunk(
