@@ -263,6 +263,23 @@ def test_search_plan_describes_itself() -> None:
     assert SearchPlan((0xFF, 0xFF00), (1, 0)).describe() == "2 bands: 8b r1, 8b r0"
 
 
+def draw_uneven_plan(
+    threshold: int, cuts: list[int], permutation: list[int], data: st.DataObject
+) -> SearchPlan | None:
+    """Bands cut at ``cuts`` with drawn radii covering ``threshold`` (None: too many masks)."""
+    edges = [0, *sorted(cuts), 64]
+    widths = [high - low for low, high in itertools.pairwise(edges)]
+    radii = [data.draw(st.integers(0, min(3, w))) for w in widths]
+    while sum(r + 1 for r in radii) <= threshold:
+        k = data.draw(st.integers(0, len(radii) - 1))
+        radii[k] = min(widths[k], radii[k] + 1)
+        if all(r == w for r, w in zip(radii, widths, strict=True)):
+            break
+    if sum(math.comb(w, r) for w, r in zip(widths, radii, strict=True)) > 3000:
+        return None
+    return SearchPlan(masks_from_permutation(permutation, widths), tuple(radii))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     hashes=skewed_hashes(),
@@ -279,17 +296,9 @@ def test_uneven_band_layouts_find_each_pair_exactly_once(
     data: st.DataObject,
 ) -> None:
     # Uneven widths and radii (as the cost model may choose): exact as long as sum(r + 1) > t.
-    edges = [0, *sorted(cuts), 64]
-    widths = [high - low for low, high in itertools.pairwise(edges)]
-    radii = [data.draw(st.integers(0, min(3, w))) for w in widths]
-    while sum(r + 1 for r in radii) <= threshold:
-        k = data.draw(st.integers(0, len(radii) - 1))
-        radii[k] = min(widths[k], radii[k] + 1)
-        if all(r == w for r, w in zip(radii, widths, strict=True)):
-            break
-    if sum(math.comb(w, r) for w, r in zip(widths, radii, strict=True)) > 3000:
+    plan = draw_uneven_plan(threshold, cuts, permutation, data)
+    if plan is None:
         return  # too many flip masks for a unit test
-    plan = SearchPlan(masks_from_permutation(permutation, widths), tuple(radii))
     unique = np.unique(hashes)
     found = [
         (min(a, b), max(a, b))
@@ -409,17 +418,9 @@ def test_linking_pairs_connect_exactly_the_brute_force_components(
     monkeypatch.setattr(search, "_DENSE_PAIRS_PER_VALUE", -1 if dense else 10**9)
     monkeypatch.setattr(search, "_FIRST_CHUNK", first_chunk)
     monkeypatch.setattr(search, "_PROBE_ELEMENTS", data.draw(st.sampled_from([1, 37, 1 << 18])))
-    edges = [0, *sorted(cuts), 64]
-    widths = [high - low for low, high in itertools.pairwise(edges)]
-    radii = [data.draw(st.integers(0, min(3, w))) for w in widths]
-    while sum(r + 1 for r in radii) <= threshold:
-        k = data.draw(st.integers(0, len(radii) - 1))
-        radii[k] = min(widths[k], radii[k] + 1)
-        if all(r == w for r, w in zip(radii, widths, strict=True)):
-            break
-    if sum(math.comb(w, r) for w, r in zip(widths, radii, strict=True)) > 3000:
+    plan = draw_uneven_plan(threshold, cuts, permutation, data)
+    if plan is None:
         return  # too many flip masks for a unit test
-    plan = SearchPlan(masks_from_permutation(permutation, widths), tuple(radii))
     unique = np.unique(hashes)
     assert linking_labels(unique, threshold, plan) == component_labels(unique, threshold)
 
