@@ -51,7 +51,7 @@ import pandas as pd
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quality import POOL_MAX_IOU, build_pool
+from bench_quality import POOL_MAX_IOU, box_iou, build_pool
 from photos import build_photo_corpus
 
 from leakaudit.audit import DEFAULT_THRESHOLDS
@@ -449,14 +449,7 @@ def _pool_unrelated(pool: pd.DataFrame) -> Callable[[np.ndarray, np.ndarray], np
     area = (box[:, 2] - box[:, 0]) * (box[:, 3] - box[:, 1])
 
     def unrelated(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        w = np.minimum(box[rows, None, 2], box[None, cols, 2]) - np.maximum(
-            box[rows, None, 0], box[None, cols, 0]
-        )
-        h = np.minimum(box[rows, None, 3], box[None, cols, 3]) - np.maximum(
-            box[rows, None, 1], box[None, cols, 1]
-        )
-        inter = np.clip(w, 0, None) * np.clip(h, 0, None)
-        iou = inter / (area[rows, None] + area[None, cols] - inter)
+        iou = box_iou(box, area, rows, cols)
         return ~((source[rows, None] == source[None, cols]) & (iou > POOL_MAX_IOU))
 
     return unrelated

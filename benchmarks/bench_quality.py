@@ -352,6 +352,19 @@ def build_pool(out_dir: Path, n: int, *, seed: int) -> pd.DataFrame:
     )
 
 
+def box_iou(box: np.ndarray, area: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(len(rows), len(cols)) intersection over union of the crop boxes ``(x0, y0, x1, y1)``."""
+    width = np.minimum(box[rows, None, 2], box[None, cols, 2]) - np.maximum(
+        box[rows, None, 0], box[None, cols, 0]
+    )
+    height = np.minimum(box[rows, None, 3], box[None, cols, 3]) - np.maximum(
+        box[rows, None, 1], box[None, cols, 1]
+    )
+    inter = np.clip(width, 0, None) * np.clip(height, 0, None)
+    iou: np.ndarray = inter / (area[rows, None] + area[None, cols] - inter)
+    return iou
+
+
 def pool_stats(pool: pd.DataFrame, hashes: Hashes, block: int = 512) -> np.ndarray:
     """(3, 65, 65) counts of the pool's pairs by category, pHash distance and dHash distance."""
     valid = hashes.valid
@@ -366,14 +379,7 @@ def pool_stats(pool: pd.DataFrame, hashes: Hashes, block: int = 512) -> np.ndarr
         cols = np.arange(start, n)
         dp = hamming(phash[rows, None], phash[None, cols])
         dd = hamming(dhash[rows, None], dhash[None, cols])
-        width = np.minimum(box[rows, None, 2], box[None, cols, 2]) - np.maximum(
-            box[rows, None, 0], box[None, cols, 0]
-        )
-        height = np.minimum(box[rows, None, 3], box[None, cols, 3]) - np.maximum(
-            box[rows, None, 1], box[None, cols, 1]
-        )
-        inter = np.clip(width, 0, None) * np.clip(height, 0, None)
-        iou = inter / (area[rows, None] + area[None, cols] - inter)
+        iou = box_iou(box, area, rows, cols)
         same_source = source[rows, None] == source[None, cols]
         category = np.where(
             same_source,
