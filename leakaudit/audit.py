@@ -187,7 +187,8 @@ def resolve_threshold(method: str, threshold: ThresholdSpec) -> int:
         return DEFAULT_THRESHOLDS[method]
     if isinstance(threshold, Mapping):
         rules = _threshold_rules(threshold)
-        return max([DEFAULT_THRESHOLDS[method], *rules.values()])
+        # Images no rule matches take the "*" rule, else the method's default.
+        return max([rules.get("*", DEFAULT_THRESHOLDS[method]), *rules.values()])
     return check_int("threshold", threshold, 0, 64)
 
 

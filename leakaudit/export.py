@@ -140,7 +140,7 @@ def _distance(columns: list[NDArray[np.uint64]], i: NDArray[np.int64], j: NDArra
     return result
 
 
-class _PairDistances:
+class PairDistances:
     """Distances of row pairs as the audit saw them.
 
     The plain distance of :func:`table_distances`; with dihedral matching
@@ -216,7 +216,7 @@ def turned_group_spreads(report: LeakageReport) -> None:
     table = report.table
     if report.orientations is None or table is None or not len(report.leaked_groups):
         return
-    distances = _PairDistances(report, table)
+    distances = PairDistances(report, table)
     by_group, _, _ = _member_index(table)
     spreads = []
     for group_id, old in zip(
@@ -289,7 +289,7 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     is missing unless the embedding stage compared the pair.
     """
     table = _require_table(report)
-    distances = _PairDistances(report, table)
+    distances = PairDistances(report, table)
     columns, valid, threshold = distances.columns, distances.valid, distances.threshold
     digests = (
         table["digest"].astype(object).where(table["digest"].notna(), None).to_numpy()
@@ -530,7 +530,7 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
         Columns :data:`MATCH_COLUMNS`, in the report's group order.
     """
     table = _require_table(report)
-    distances = _PairDistances(report, table)
+    distances = PairDistances(report, table)
     valid = distances.valid
     order = [str(s) for s in report.images_by_split.index]
     by_group, splits, paths = _member_index(table)

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
 from leakaudit.audit import DEFAULT_THRESHOLDS
-from leakaudit.export import _PairDistances, split_table, table_distances
+from leakaudit.export import PairDistances, split_table, table_distances
 from leakaudit.report import LeakageReport
 
 __all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
@@ -188,7 +188,7 @@ class _Renderer:
             default = threshold.get("*", DEFAULT_THRESHOLDS.get(self.method or "", None))
             self.threshold = int(default) if isinstance(default, (int, np.integer)) else None
         self.columns, self.valid = table_distances(self.table, self.method)
-        self.pair_distances = _PairDistances(report, self.table)
+        self.pair_distances = PairDistances(report, self.table)
         self.split_index = {str(s): i for i, s in enumerate(report.images_by_split.index)}
         self.paths = [str(p) for p in self.table["path"]] if "path" in self.table else []
         self.root = _common_root(self.paths)
