@@ -1,0 +1,169 @@
+"""Writing files without ever touching the user's data.
+
+Every file leakaudit writes (CSV/JSON/HTML outputs, ``--show`` images, the
+``clean`` manifest) goes through :func:`atomic_open`: the bytes go to a new
+temporary file in the target's folder, which is then renamed over the target.
+The target is never opened in place, so an output path that is a hard link or a
+symbolic link to one of the user's files replaces that *name* and leaves the
+user's file as it was; and a failed write (disk full, an exception, a kill)
+leaves either the old file or nothing at the target, never a truncated one.
+
+:func:`check_output_path` is the check made before any work starts: an output
+must not resolve inside a protected folder (the dataset being audited) and its
+folder must be writable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["OutputPathError", "atomic_open", "check_output_path", "is_within", "probe_writable"]
+
+
+class OutputPathError(ValueError):
+    """An output location is unsafe or unusable (inside the dataset, not writable, ...)."""
+
+
+def is_within(path: Path, folder: Path) -> bool:
+    """Return whether ``path`` is ``folder`` or lies below it (both already resolved)."""
+    return path == folder or folder in path.parents
+
+
+def _temporary_sibling(target: Path) -> tuple[int, str]:
+    # A short prefix keeps the temporary name within NAME_MAX even for a long target name.
+    return tempfile.mkstemp(dir=target.parent, prefix=".leakaudit-", suffix=".tmp")
+
+
+@contextlib.contextmanager
+def atomic_open(
+    path: str | os.PathLike[str],
+    mode: str = "w",
+    *,
+    encoding: str | None = "utf-8",
+    errors: str | None = None,
+    newline: str | None = None,
+) -> Iterator[IO[Any]]:
+    """Open a temporary file beside ``path``; on success rename it over ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to (re)place. Its folder must exist.
+    mode : {"w", "wb"}
+        Text or binary.
+    encoding, errors, newline
+        As for :func:`open` (text mode only).
+
+    Notes
+    -----
+    The rename replaces the directory entry, so a ``path`` that is a hard link
+    to, or a symlink at, somebody's file never writes into that file. On any
+    exception the temporary file is removed and the target is left as it was.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
+    >>> with atomic_open(target) as handle:
+    ...     _ = handle.write("hello")
+    >>> target.read_text()
+    'hello'
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb'; got {mode!r}.")
+    target = Path(path)
+    descriptor, temporary = _temporary_sibling(target)
+    try:
+        if mode == "wb":
+            handle: IO[Any] = os.fdopen(descriptor, "wb")
+        else:
+            handle = os.fdopen(descriptor, "w", encoding=encoding, errors=errors, newline=newline)
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp makes the file 0600; give it the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def probe_writable(folder: Path) -> None:
+    """Raise :class:`OutputPathError` unless a new file can be created in ``folder``.
+
+    A real attempt (create and remove a temporary file), because permission
+    bits do not tell the whole story (read-only mounts, root, ACLs).
+    """
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".leakaudit-probe-")
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise OutputPathError(f"cannot write into {folder}: {reason}") from None
+    os.close(descriptor)
+    os.unlink(temporary)
+
+
+def check_output_path(
+    path: str | os.PathLike[str],
+    *,
+    option: str,
+    protected: Iterable[str | os.PathLike[str]] = (),
+    is_folder: bool = False,
+) -> Path:
+    """Check an output location before any work is done; return it as a ``Path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where the output will be written.
+    option : str
+        The option's name for messages, like ``"--csv"``.
+    protected : iterable of paths
+        Folders nothing may be written into (the dataset's roots and splits).
+        ``path`` is resolved (symlinks followed) before the comparison, so a
+        link into a protected folder is refused too.
+    is_folder : bool
+        ``path`` is a folder to create or fill (``--show``), not a file.
+
+    Raises
+    ------
+    OutputPathError
+        The location resolves inside a protected folder, is of the wrong kind,
+        its folder is missing, or nothing can be created there.
+    """
+    target = Path(path)
+    resolved = target.resolve()
+    for folder in protected:
+        real = Path(folder).resolve()
+        if is_within(resolved, real):
+            raise OutputPathError(
+                f"{option} must be outside the dataset ({folder}); {target} is inside it"
+            )
+        if is_folder and is_within(real, resolved):
+            raise OutputPathError(
+                f"{option} must not contain the dataset ({folder}); got {target}"
+            )
+    if is_folder:
+        if target.exists() and not target.is_dir():
+            raise OutputPathError(f"{option} must be a folder; {target} is a file")
+        existing = target
+        while not existing.exists():
+            existing = existing.parent
+        probe_writable(existing)
+        return target
+    if target.is_dir():
+        raise OutputPathError(f"{option} must be a file; {target} is a folder")
+    if not target.parent.is_dir():
+        raise OutputPathError(f"{option}: folder not found: {target.parent}")
+    probe_writable(target.parent)
+    return target
