@@ -21,6 +21,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit._text import printable
 from leakaudit._validation import check_bool, check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, _CachedFiles, _hash_sources_cached
 from leakaudit.frames import frame_from_hash_table, group_labels_for_frame
@@ -36,12 +37,15 @@ __all__ = [
     "DEFAULT_METHOD",
     "DEFAULT_THRESHOLDS",
     "IMAGE_EXTENSIONS",
+    "FolderScanWarning",
+    "RepeatedPathWarning",
     "ThresholdRuleWarning",
     "ThresholdSpec",
     "audit_hash_table",
     "audit_sources",
     "audit_splits",
     "decode_parameters",
+    "drop_repeated_paths",
     "list_image_files",
     "list_image_paths",
     "row_thresholds",
@@ -63,22 +67,37 @@ IMAGE_EXTENSIONS: frozenset[str] = frozenset(
     {
         ".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".gif", ".bmp", ".dib", ".webp",
         ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".pnm", ".ico", ".tga",
+        ".avif", ".avifs", ".heic", ".heif",
     }
 )  # fmt: skip
+#: AVIF decodes with Pillow >= 11.2 (or the pillow-avif-plugin); HEIC/HEIF with the
+#: pillow-heif plugin. Without a decoder such a file is listed and recorded as
+#: unreadable ("not a recognised image format"), never silently left out.
 
 
 class FolderScanWarning(UserWarning):
-    """Something under a scanned folder could not be listed."""
+    """Something under a scanned folder could not be listed, or a link was not followed."""
 
 
-def list_image_files(folder: str | os.PathLike[str], *, recursive: bool = True) -> list[Path]:
+class RepeatedPathWarning(UserWarning):
+    """The same file was listed more than once (in one split or several); it counts once."""
+
+
+def list_image_files(
+    folder: str | os.PathLike[str],
+    *,
+    recursive: bool = True,
+    within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+) -> list[Path]:
     """Return the image files under ``folder``, sorted.
 
     Files are recognised by extension (case-insensitive, see
     :data:`IMAGE_EXTENSIONS`); hidden files and folders are skipped. Symbolic
     links to folders are not followed (a link loop cannot hang the scan).
-    Sub-folders that cannot be listed are named in one
-    :class:`FolderScanWarning`.
+    Symbolic links to files are followed only when they resolve inside
+    ``within`` (a folder or several; default ``folder`` itself): a link that
+    leaves the dataset is not read. Sub-folders that cannot be listed, and
+    links that were not followed, are named in one :class:`FolderScanWarning`.
 
     Raises
     ------
@@ -86,10 +105,31 @@ def list_image_files(folder: str | os.PathLike[str], *, recursive: bool = True) 
         If ``folder`` does not exist or is not a folder.
     """
     root = Path(folder)
-    return [Path(path) for path in list_image_paths(root, recursive=recursive)]
+    return [Path(path) for path in list_image_paths(root, recursive=recursive, within=within)]
 
 
-def list_image_paths(folder: str | os.PathLike[str], *, recursive: bool = True) -> list[str]:
+def _boundaries(
+    folder: str, within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
+) -> list[str]:
+    if within is None:
+        folders: Sequence[str | os.PathLike[str]] = [folder]
+    elif isinstance(within, (str, os.PathLike)):
+        folders = [within]
+    else:
+        folders = within
+    return [os.path.realpath(os.fspath(path)) for path in folders]
+
+
+def _inside(path: str, boundaries: list[str]) -> bool:
+    return any(path == top or path.startswith(top.rstrip(os.sep) + os.sep) for top in boundaries)
+
+
+def list_image_paths(
+    folder: str | os.PathLike[str],
+    *,
+    recursive: bool = True,
+    within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+) -> list[str]:
     """Return the image files under ``folder`` as strings, in :func:`list_image_files` order.
 
     The fast path the audits use: no ``Path`` object per file (which costs more than the
@@ -100,7 +140,9 @@ def list_image_paths(folder: str | os.PathLike[str], *, recursive: bool = True) 
         raise FileNotFoundError(f"folder not found: {root}")
     if not os.path.isdir(root):
         raise NotADirectoryError(f"not a folder: {root}")
+    boundaries = _boundaries(root, within)
     problems: list[str] = []
+    outside: list[str] = []
     found: list[str] = []
 
     def entries_by_name(directory: str) -> list[os.DirEntry[str]]:
@@ -135,23 +177,92 @@ def list_image_paths(folder: str | os.PathLike[str], *, recursive: bool = True) 
                 continue
             dot = name.rfind(".")  # os.path.splitext for a name not starting with "."
             if dot > 0 and name[dot:].lower() in IMAGE_EXTENSIONS:
+                # A dangling or looping link stays in (its read is a recorded failure);
+                # one that resolves outside the dataset is never read.
+                if entry.is_symlink() and not _inside(os.path.realpath(entry.path), boundaries):
+                    outside.append(entry.path)
+                    continue
                 found.append(entry.path)
         else:
             stack.pop()
     if problems:
         warnings.warn(
-            f"{len(problems)} folder(s) under {root} could not be listed: "
-            + "; ".join(problems[:10])
-            + (f"; and {len(problems) - 10} more" if len(problems) > 10 else ""),
+            f"{len(problems)} folder(s) under {root} could not be listed: " + _named(problems),
+            FolderScanWarning,
+            stacklevel=3,
+        )
+    if outside:
+        warnings.warn(
+            f"{len(outside)} symbolic link(s) under {root} point outside the dataset "
+            f"({', '.join(printable(top) for top in boundaries)}) and were not followed: "
+            + _named(
+                [f"{printable(path)} -> {printable(os.path.realpath(path))}" for path in outside]
+            ),
             FolderScanWarning,
             stacklevel=3,
         )
     return found
 
 
-def _paths_of(name: str, spec: Any, recursive: bool) -> list[str]:
+def _named(items: list[str], shown: int = 10) -> str:
+    more = f"; and {len(items) - shown} more" if len(items) > shown else ""
+    return "; ".join(items[:shown]) + more
+
+
+def _repeat_key(source: Any) -> str | None:
+    """The identity of a listed path: its folder resolved, its own name kept.
+
+    Folders are resolved (``d`` and ``./d`` and a link to ``d`` are one folder),
+    file links are not: a link in train to a test image is a real leak.
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = os.fspath(source)
+    if not isinstance(path, str):
+        return None
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(folder), name)
+
+
+def drop_repeated_paths(sources: list[Any], labels: list[str]) -> tuple[list[Any], list[str]]:
+    """Keep the first listing of each file; warn (:class:`RepeatedPathWarning`) about the rest.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     drop_repeated_paths(["d/a.jpg", "./d/a.jpg", "d/b.jpg"], ["train", "test", "test"])
+    (['d/a.jpg', 'd/b.jpg'], ['train', 'test'])
+    """
+    seen: dict[str, str] = {}
+    keep: list[int] = []
+    repeats: list[str] = []
+    for i, source in enumerate(sources):
+        key = _repeat_key(source)
+        if key is None:
+            keep.append(i)
+            continue
+        first = seen.get(key)
+        if first is None:
+            seen[key] = labels[i]
+            keep.append(i)
+        else:
+            repeats.append(f"{printable(os.fspath(source))} ({first}, {labels[i]})")
+    if not repeats:
+        return sources, labels
+    warnings.warn(
+        f"{len(repeats)} file(s) were listed more than once; each is counted once, in the "
+        "first split that lists it (a file is not a leak of itself): " + _named(repeats),
+        RepeatedPathWarning,
+        stacklevel=3,
+    )
+    return [sources[i] for i in keep], [labels[i] for i in keep]
+
+
+def _paths_of(name: str, spec: Any, recursive: bool, within: list[str]) -> list[str]:
     if isinstance(spec, (str, os.PathLike)):
-        return list_image_paths(spec, recursive=recursive)
+        return list_image_paths(spec, recursive=recursive, within=within or None)
     if isinstance(spec, Sequence) and not isinstance(spec, (bytes, bytearray)):
         return [os.fspath(p) if isinstance(p, (str, os.PathLike)) else p for p in spec]
     raise TypeError(
@@ -562,6 +673,7 @@ def audit_splits(
     cache: CacheSpec = True,
     embedding: EmbeddingStage | None = None,
     dihedral: bool = False,
+    root: str | os.PathLike[str] | None = None,
 ) -> LeakageReport:
     """Audit dataset splits for near-duplicate leakage in one call.
 
@@ -593,6 +705,13 @@ def audit_splits(
         Decoding policy (reduction, EXIF orientation, alpha background, size limit).
     recursive : bool, default True
         Scan split folders recursively (the ImageFolder layout).
+    root : path-like, optional
+        The dataset's top folder: symbolic links to image files are followed
+        only when they resolve inside it (default: inside one of the split
+        folders given). Links that leave it are not read and are named in a
+        :class:`FolderScanWarning`. A file listed twice (the same folder given
+        for two splits, ``d`` and ``./d``) counts once, in the first split that
+        lists it, with a :class:`RepeatedPathWarning`.
     cache : bool, str, os.PathLike or HashCache, default True
         Persistent hash cache for files (:mod:`leakaudit.cache`): True uses the
         user cache folder (``$LEAKAUDIT_CACHE_DIR`` overrides it), a path uses
@@ -638,12 +757,19 @@ def audit_splits(
     if not splits:
         raise ValueError("splits must name at least one split; got an empty mapping.")
     resolve_threshold(method, threshold)
+    if root is not None:
+        within = [os.fspath(root)]
+    else:
+        within = [
+            os.fspath(spec) for spec in splits.values() if isinstance(spec, (str, os.PathLike))
+        ]
     sources: list[Any] = []
     labels: list[str] = []
     for name, spec in splits.items():
-        paths = _paths_of(str(name), spec, recursive)
+        paths = _paths_of(str(name), spec, recursive, within)
         sources.extend(paths)
         labels.extend([str(name)] * len(paths))
+    sources, labels = drop_repeated_paths(sources, labels)
     return audit_sources(
         sources,
         labels,

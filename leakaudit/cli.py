@@ -2,29 +2,33 @@
 
 ``main(argv) -> int`` is callable from tests; exit codes: 0 no leakage (or not
 asked to fail), 1 leakage over the allowed amount (``--fail-on-leak``), 2 usage
-or input error.
+or input error, 3 internal error (a bug), 130 interrupted, 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import platform
-import shutil
+import signal
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from leakaudit import __version__
+from leakaudit._text import printable
 from leakaudit.audit import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS, audit_splits
+from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
 from leakaudit.report import LeakageReport
+from leakaudit.safe_io import atomic_open
 
 __all__ = [
     "MANIFEST_COLUMNS",
@@ -44,6 +48,12 @@ SPLIT_ALIASES: dict[str, str] = {
     "val": "val", "valid": "val", "validation": "val", "dev": "val",
     "test": "test", "testing": "test", "eval": "test",
 }  # fmt: skip
+
+
+#: Exit codes: 1 is only ever "leakage over the --fail-on-leak limit".
+EXIT_LEAKAGE = 1
+EXIT_ERROR = 2
+EXIT_INTERNAL_ERROR = 3
 
 
 class UsageError(Exception):
@@ -92,7 +102,7 @@ def _fail_limit(text: str) -> tuple[float, bool]:
             value, is_percent = float(int(text)), False
     except ValueError:
         value, is_percent = -1.0, False
-    if value < 0 or (is_percent and value > 100):
+    if not math.isfinite(value) or value < 0 or (is_percent and value > 100):
         raise argparse.ArgumentTypeError(
             f"must be a number of images >= 0 or a percentage in [0%, 100%]; got {text!r}"
         )
@@ -223,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="leakaudit",
         description="Find near-duplicate images leaking across train/val/test splits.",
         epilog="Exit codes: 0 no leakage (or not asked to fail), 1 leakage over the "
-        "--fail-on-leak limit, 2 usage or input error.",
+        "--fail-on-leak limit, 2 usage or input error, 3 internal error, 130 interrupted, "
+        "143 terminated.",
     )
     parser.add_argument("--version", action="version", version=f"leakaudit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -286,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument(
         "--force",
         action="store_true",
-        help="write into an existing non-empty NEW_ROOT (files at the same paths are replaced)",
+        help="replace an existing NEW_ROOT that is an earlier leakaudit output (it has "
+        f"{MANIFEST_NAME}); the old one is removed only once the new one is complete",
     )
     _add_common(clean)
 
@@ -338,19 +350,37 @@ def _check_dir(path: Path) -> Path:
     return path
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Fail before the (long) audit when an output file cannot be written."""
-    for option in ("csv", "json", "html"):
+def _output_files(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """Every file the audit outputs will write, with its option's name."""
+    files: list[tuple[str, Path]] = []
+    csv: Path | None = getattr(args, "csv", None)
+    if csv is not None:
+        from leakaudit.export import csv_paths
+
+        files.extend(("--csv", path) for path in csv_paths(csv).values())
+    for option in ("json", "html"):
         target: Path | None = getattr(args, option, None)
-        if target is None:
-            continue
-        if target.is_dir():
-            raise UsageError(f"--{option} must be a file; {target} is a folder")
-        if not target.parent.is_dir():
-            raise UsageError(f"--{option}: folder not found: {target.parent}")
-    show: Path | None = getattr(args, "show", None)
-    if show is not None and show.exists() and not show.is_dir():
-        raise UsageError(f"--show must be a folder; {show} is a file")
+        if target is not None:
+            files.append((f"--{option}", target))
+    return files
+
+
+def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> None:
+    """Fail before the (long) audit when an output is unsafe or cannot be written.
+
+    No output may resolve inside ``protected`` (the dataset's folders), and each
+    output's folder must accept a new file.
+    """
+    from leakaudit.safe_io import OutputPathError, check_output_path
+
+    try:
+        for option, path in _output_files(args):
+            check_output_path(path, option=option, protected=protected)
+        show: Path | None = getattr(args, "show", None)
+        if show is not None:
+            check_output_path(show, option="--show", protected=protected, is_folder=True)
+    except OutputPathError as error:
+        raise UsageError(str(error)) from None
 
 
 def _progress(args: argparse.Namespace) -> bool | None:
@@ -358,7 +388,9 @@ def _progress(args: argparse.Namespace) -> bool | None:
     return False if args.quiet else None
 
 
-def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageReport:
+def _run_audit(
+    splits: dict[str, Path], args: argparse.Namespace, *, root: Path | None = None
+) -> LeakageReport:
     from leakaudit.loading import DecodeOptions
 
     cache: bool | Path = False if args.no_cache else (args.cache_dir or True)
@@ -375,6 +407,7 @@ def _run_audit(splits: dict[str, Path], args: argparse.Namespace) -> LeakageRepo
             ),
             cache=cache,
             dihedral=args.dihedral,
+            root=root,
         )
     for warning in caught:
         log.warning("%s", warning.message)
@@ -410,7 +443,7 @@ def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
         over = bool((report.pct_leaked_by_split > limit).any())
     else:
         over = report.n_leaked_images > limit
-    return 1 if over else 0
+    return EXIT_LEAKAGE if over else 0
 
 
 # ---------------------------------------------------------------------- --show
@@ -481,7 +514,8 @@ def _write_side_by_side(
             fill=(160, 0, 0),
             font=font,
         )
-        canvas.save(folder / f"leak_{number:04d}_group{row.group_id}.png")
+        with atomic_open(folder / f"leak_{number:04d}_group{row.group_id}.png", "wb") as handle:
+            canvas.save(handle, format="PNG")
         bar.update()
     bar.close()
     return len(matches)
@@ -502,27 +536,36 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         while name in splits:
             name += "'"
         splits[name] = path
-    _check_outputs(args)
+    _check_outputs(args, list(splits.values()))
     reference = next(iter(splits))
     report = _run_audit(splits, args)
     matches = leak_matches(report, reference)
     for row in matches.itertuples(index=False):
-        print(f"LEAK  {row.path}  ~  {row.match_path}  (distance {row.distance})")
+        print(
+            f"LEAK  {printable(str(row.path))}  ~  {printable(str(row.match_path))}  "
+            f"(distance {row.distance})"
+        )
     for split, count in report.images_by_split.items():
         if split == reference:
             continue
         n = int((matches["split"] == split).sum())
         pct = 100.0 * n / count if count else 0.0
-        print(f"{n} of {count} {split} images ({pct:.1f}%) also appear in {reference}.")
+        print(
+            f"{n} of {count} {printable(str(split))} images ({pct:.1f}%) also appear in "
+            f"{printable(reference)}."
+        )
     _write_outputs(report, args, reference=reference)
     return _exit_code(report, args)
 
 
 def _cmd_scan(args: argparse.Namespace) -> int:
     splits = find_split_folders(_check_dir(args.root), args.split)
-    _check_outputs(args)
-    log.info("splits: %s", ", ".join(f"{name} ({path})" for name, path in splits.items()))
-    report = _run_audit(splits, args)
+    _check_outputs(args, [args.root])
+    log.info(
+        "splits: %s",
+        ", ".join(f"{printable(name)} ({printable(str(path))})" for name, path in splits.items()),
+    )
+    report = _run_audit(splits, args, root=args.root)
     print(report.to_text())
     _write_outputs(report, args)
     return _exit_code(report, args)
@@ -550,7 +593,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     root = _check_dir(args.root)
     if args.sample < MIN_CALIBRATION_IMAGES:
         raise UsageError(f"--sample must be at least {MIN_CALIBRATION_IMAGES}; got {args.sample}")
-    _check_outputs(args)
+    _check_outputs(args, [root])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = calibrate_threshold(
@@ -565,14 +608,14 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     print(result.to_text())
     if args.csv is not None:
         csv: Path = args.csv
-        result.table.to_csv(csv, index=False)
-        others = {
+        tables = {
+            csv: result.table,
             csv.with_name(csv.stem + ".per_transform.csv"): result.per_transform,
             csv.with_name(csv.stem + ".unrelated.csv"): result.unrelated_distances,
         }
-        for path, frame in others.items():
-            frame.to_csv(path, index=False)
-        for path in (csv, *others):
+        for path, frame in tables.items():
+            with atomic_open(path, newline="") as handle:
+                frame.to_csv(handle, index=False)
             log.info("wrote %s", path)
     return 0
 
@@ -598,30 +641,6 @@ def _cmd_env() -> int:
 
 # ----------------------------------------------------------------------- clean
 
-#: File name of ``leakaudit clean``'s manifest inside NEW_ROOT.
-MANIFEST_NAME = "leakaudit-manifest.csv"
-MANIFEST_COLUMNS = ["old_path", "new_path", "old_split", "new_split", "action", "group_id"]
-
-
-def _is_within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _check_clean_target(root: Path, out: Path, manifest: Path | None, force: bool) -> None:
-    real_root, real_out = root.resolve(), out.resolve()
-    if _is_within(real_out, real_root):
-        raise UsageError(f"--out must be outside ROOT ({root}); got {out}")
-    if _is_within(real_root, real_out):
-        raise UsageError(f"--out must not contain ROOT ({root}); got {out}")
-    if manifest is not None and _is_within(manifest.resolve(), real_root):
-        raise UsageError(f"--manifest must be outside ROOT ({root}); got {manifest}")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out must be a folder; {out} is a file")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise UsageError(
-            f"--out {out} exists and is not empty; choose a new folder or pass --force"
-        )
-
 
 def _resolve_priority(text: str | None, splits: Sequence[str]) -> list[str]:
     """Map ``--priority`` names to split folder names (``val`` matches ``Validation/``...)."""
@@ -645,154 +664,110 @@ def _resolve_priority(text: str | None, splits: Sequence[str]) -> list[str]:
     return resolved
 
 
-def _place_file(source: Path, target: Path, link: bool) -> bool:
-    """Hard-link (else copy) ``source`` to ``target``; return whether it was linked."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Never open an existing target for writing: it may be a hard link into ROOT from an
-    # earlier run, and writing through it would modify ROOT.
-    if target.exists() or target.is_symlink():
-        target.unlink()
-    if link:
-        try:
-            os.link(source, target)
-            return True
-        except OSError:  # another file system, or links not supported/permitted
-            pass
-    shutil.copy2(source, target)
-    return False
+def _check_clean_outputs(args: argparse.Namespace, root: Path) -> None:
+    """Check --out, --manifest and the audit outputs before the audit starts."""
+    from leakaudit.cleantree import check_tree_target, manifest_inside
+    from leakaudit.safe_io import check_output_path
+
+    try:
+        check_tree_target(root, args.out, replace=args.force)
+        if args.manifest is not None and manifest_inside(args.out, args.manifest) is None:
+            check_output_path(args.manifest, option="--manifest", protected=[root])
+    except (ValueError, OSError) as error:
+        raise UsageError(str(error)) from None
+    _check_outputs(args, [root])
 
 
-def _unique_target(target: Path, old_split: str, taken: set[Path]) -> Path:
-    if target not in taken:
-        return target
-    candidate = target.with_name(f"{target.stem}.from-{old_split}{target.suffix}")
-    number = 2
-    while candidate in taken:
-        candidate = target.with_name(f"{target.stem}.from-{old_split}-{number}{target.suffix}")
-        number += 1
-    return candidate
+def _outputs_in_tree(args: argparse.Namespace, out: Path, planned: set[str]) -> None:
+    """Refuse outputs that would land on a file of the new tree."""
+    from leakaudit.safe_io import is_within
 
-
-def _clean_plan(
-    cleaned: pd.DataFrame, splits: dict[str, Path], root: Path, out: Path, policy: str
-) -> list[dict[str, Any]]:
-    """One manifest row per file under ROOT: where it goes in OUT (or that it is dropped)."""
-    rows: list[dict[str, Any]] = []
-    taken: set[Path] = set()
-    audited: set[Path] = set()
-    # Files that stay put claim their paths first, so a moved file never displaces one.
-    order = sorted(range(len(cleaned)), key=lambda i: bool(cleaned["reassigned"].iat[i]))
-    for i in order:
-        source = Path(str(cleaned["path"].iat[i]))
-        old_split = str(cleaned["original_split"].iat[i])
-        new_split = str(cleaned["split"].iat[i])
-        moved = bool(cleaned["reassigned"].iat[i])
-        audited.add(source)
-        relative = source.relative_to(splits[old_split])
-        if moved and policy == "drop":
-            target: Path | None = None
-            action = "dropped"
-        else:
-            target = _unique_target(out / new_split / relative, old_split, taken)
-            taken.add(target)
-            action = "moved" if moved else "kept"
-        rows.append(
-            {
-                "source": source,
-                "target": target,
-                "old_path": source.relative_to(root).as_posix(),
-                "new_path": target.relative_to(out).as_posix() if target is not None else "",
-                "old_split": old_split,
-                "new_split": new_split if target is not None else "",
-                "action": action,
-                "group_id": cleaned["group_id"].iat[i],
-            }
-        )
-    # Everything else in the tree (labels, READMEs, hidden files) is copied as it is.
-    for directory, subdirs, files in os.walk(root):
-        subdirs.sort()
-        for name in sorted(files):
-            source = Path(directory) / name
-            if source in audited:
-                continue
-            relative = source.relative_to(root)
-            top = relative.parts[0] if len(relative.parts) > 1 else ""
-            split = top if top in splits else ""
-            target = out / relative
-            if target in taken:
-                continue  # a moved image already took this path; it wins
-            taken.add(target)
-            rows.append(
-                {
-                    "source": source,
-                    "target": target,
-                    "old_path": relative.as_posix(),
-                    "new_path": relative.as_posix(),
-                    "old_split": split,
-                    "new_split": split,
-                    "action": "unaudited",
-                    "group_id": None,
-                }
-            )
-    return rows
+    real_out = out.resolve()
+    files = [*_output_files(args)]
+    if args.manifest is not None:
+        files.append(("--manifest", args.manifest))
+    for option, path in files:
+        resolved = path.resolve()
+        if is_within(resolved, real_out) and resolved != real_out:
+            inside = resolved.relative_to(real_out).as_posix()
+            if inside in planned:
+                raise UsageError(
+                    f"{option} {path} is where the cleaned copy puts {inside}; choose another path"
+                )
 
 
 def _cmd_clean(args: argparse.Namespace) -> int:
     from leakaudit._progress import Progress, progress_enabled
     from leakaudit.cleaning import clean_splits
+    from leakaudit.cleantree import check_tree_target, plan_tree, walk_tree, write_tree
 
     root: Path = _check_dir(args.root)
     out: Path = args.out
-    _check_clean_target(root, out, args.manifest, args.force)
+    _check_clean_outputs(args, root)
     splits = find_split_folders(root, args.split)
     priority = _resolve_priority(args.priority, list(splits))
-    _check_outputs(args)
-    existing = {p for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
 
-    report = _run_audit(splits, args)
+    report = _run_audit(splits, args, root=root)
     print(report.to_text())
     assert report.table is not None  # audit_splits always returns its table
     cleaned = clean_splits(report.table, priority)
-    plan = _clean_plan(cleaned, splits, root, out, args.policy)
-
-    out.mkdir(parents=True, exist_ok=True)
-    writes = [row for row in plan if row["target"] is not None]
-    bar = Progress(
-        len(writes), label="writing", enabled=progress_enabled(_progress(args), len(writes))
+    plan = plan_tree(
+        root,
+        walk_tree(root),
+        cleaned,
+        {name: folder.name for name, folder in splits.items()},
+        policy=args.policy,
+        # The default manifest's place is ours: a ROOT file there moves aside. One the user
+        # chose inside NEW_ROOT must not displace a file: _outputs_in_tree refuses it.
+        reserved=[MANIFEST_NAME] if args.manifest is None else [],
     )
-    linked = 0
-    for row in writes:
-        linked += _place_file(row["source"], row["target"], link=not args.copy)
-        bar.update()
-    bar.close()
-    manifest = args.manifest if args.manifest is not None else out / MANIFEST_NAME
-    frame = pd.DataFrame(plan)[MANIFEST_COLUMNS]
-    frame["group_id"] = frame["group_id"].astype("Int64")
-    frame.to_csv(manifest, index=False, errors="surrogateescape")
+    _outputs_in_tree(args, out, {entry.new_path for entry in plan if entry.new_path})
+    try:  # again: the audit took a while, and --out may have changed meanwhile
+        check_tree_target(root, out, replace=args.force)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
-    counts = frame["action"].value_counts()
+    writes = sum(bool(entry.new_path) for entry in plan)
+    bar = Progress(writes, label="writing", enabled=progress_enabled(_progress(args), writes))
+    try:
+        summary = write_tree(
+            plan, root, out, link=not args.copy, manifest=args.manifest, on_progress=bar.update
+        )
+    finally:
+        bar.close()
+    for stale in summary.removed_partials:
+        log.info("removed %s, left by an earlier run that was stopped", stale)
+
+    counts = summary.counts()
+    written = summary.linked + summary.copied
     how = (
         "all hard-linked"
-        if linked == len(writes)
+        if summary.copied == 0
         else "all copied"
-        if linked == 0
-        else f"{linked} hard-linked, {len(writes) - linked} copied"
+        if summary.linked == 0
+        else f"{summary.linked} hard-linked, {summary.copied} copied"
     )
     print()
     print(
-        f"Wrote a leak-free copy of {root} to {out} ({how}): "
-        f"{counts.get('kept', 0)} image(s) kept, {counts.get('moved', 0)} moved, "
-        f"{counts.get('dropped', 0)} dropped, {counts.get('unaudited', 0)} other file(s) copied "
-        f"as they are. Priority: {' > '.join(priority) or '(order of appearance)'}."
+        f"Wrote a leak-free copy of {printable(str(root))} to {printable(str(out))} "
+        f"({written} file(s), {how}): {counts.get('kept', 0)} image(s) kept, "
+        f"{counts.get('moved', 0)} moved, {counts.get('dropped', 0)} dropped, "
+        f"{counts.get('unaudited', 0)} other file(s) as they are, "
+        f"{counts.get('skipped', 0)} skipped. "
+        f"Priority: {' > '.join(priority) or '(order of appearance)'}."
     )
-    print(f"Manifest: {manifest}")
-    stale = existing - {row["target"] for row in writes} - {manifest}
-    if stale:
+    skipped = [entry for entry in summary.entries if entry.action == "skipped"]
+    if skipped:
+        listed = "; ".join(f"{printable(e.old_path)} ({e.reason})" for e in skipped[:10])
+        more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
         log.warning(
-            "%d file(s) already in %s are not part of this copy and were left in place",
-            len(stale),
-            out,
+            "%d entr%s under ROOT left out (see the manifest): %s%s",
+            len(skipped),
+            "y" if len(skipped) == 1 else "ies",
+            listed,
+            more,
         )
+    print(f"Manifest: {printable(str(summary.manifest))}")
     _write_outputs(report, args)
     return _exit_code(report, args)
 
@@ -820,6 +795,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "clean": _cmd_clean,
         "calibrate": _cmd_calibrate,
     }
+    previous = _handle_sigterm()
     try:
         if args.command == "env":
             return _cmd_env()
@@ -828,11 +804,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, OSError, ValueError, TypeError) as error:
         # Usage and input errors (a missing folder, a bad threshold, an unwritable output) are
         # one line, not a traceback.
-        print(f"leakaudit: error: {error}", file=sys.stderr)
-        return 2
+        print(f"leakaudit: error: {printable(str(error))}", file=sys.stderr)
+        return EXIT_ERROR
+    except MemoryError:
+        print("leakaudit: error: out of memory", file=sys.stderr)
+        return EXIT_ERROR
+    except _Terminated:
+        print("leakaudit: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("leakaudit: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # a bug: still one line, never exit 1 ("leakage found")
+        if os.environ.get("LEAKAUDIT_DEBUG"):
+            raise
+        print(
+            f"leakaudit: internal error: {type(error).__name__}: {printable(str(error))} "
+            "(please report it; LEAKAUDIT_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so every cleanup path runs."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
+def _handle_sigterm() -> Any:
+    """Treat SIGTERM like Ctrl-C for the duration of a command; return the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 def main_entry() -> None:

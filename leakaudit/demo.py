@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageEnhance
 
+from leakaudit.safe_io import atomic_open
+
 __all__ = ["DemoDataset", "build_demo_dataset", "photo_like_image"]
 
 _CLASSES = ("cat", "dog")
@@ -63,8 +65,16 @@ class DemoDataset:
 
 
 def _save(image: Image.Image, path: Path, **params: Any) -> None:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG" if path.suffix == ".png" else "JPEG", **params)
+    _write(path, buffer.getvalue())
+
+
+def _write(path: Path, data: bytes) -> None:
+    # By rename, never in place: a file already at ``path`` may be a link to somebody's data.
     path.parent.mkdir(parents=True, exist_ok=True)
-    image.save(path, **params)
+    with atomic_open(path, "wb") as handle:
+        handle.write(data)
 
 
 def build_demo_dataset(root: str | os.PathLike[str], *, seed: int = 0) -> DemoDataset:
@@ -81,7 +91,8 @@ def build_demo_dataset(root: str | os.PathLike[str], *, seed: int = 0) -> DemoDa
     ----------
     root : path-like
         Folder to write into; created if needed. Existing files with the same
-        names are overwritten, nothing else is touched.
+        names are replaced (by rename: a file linked there elsewhere keeps its
+        bytes), nothing else is touched.
     seed : int, default 0
         Seed of the generated images.
 
@@ -110,7 +121,7 @@ def build_demo_dataset(root: str | os.PathLike[str], *, seed: int = 0) -> DemoDa
         planted.append((source, target, how))
 
     source = "train/cat/train_000.jpg"
-    (root / "test/cat/IMG_copy_4711.jpg").write_bytes((root / source).read_bytes())
+    _write(root / "test/cat/IMG_copy_4711.jpg", (root / source).read_bytes())
     planted.append((source, "test/cat/IMG_copy_4711.jpg", "renamed byte-identical copy"))
     source = "train/dog/train_001.jpg"
     plant(
@@ -131,11 +142,11 @@ def build_demo_dataset(root: str | os.PathLike[str], *, seed: int = 0) -> DemoDa
     source = "train/cat/train_004.jpg"
     buffer = io.BytesIO()
     originals[source].save(buffer, "JPEG", quality=70)
-    (root / "train/cat/train_004_dup.jpg").write_bytes(buffer.getvalue())
+    _write(root / "train/cat/train_004_dup.jpg", buffer.getvalue())
     _save(Image.new("RGB", (192, 144), (0, 0, 0)), root / "train/dog/blank_frame.png")
     _save(Image.new("RGB", (160, 120), (2, 2, 2)), root / "test/cat/black.png")
     corrupt = root / "test/dog/corrupt.jpg"
-    corrupt.write_bytes((root / "test/dog/test_001.jpg").read_bytes()[:300])
+    _write(corrupt, (root / "test/dog/test_001.jpg").read_bytes()[:300])
     return DemoDataset(
         root=root, splits=splits, planted_leaks=planted, unreadable=[str(corrupt.relative_to(root))]
     )

@@ -260,12 +260,15 @@ def test_clean_refuses_unsafe_targets(
     assert main(["clean", str(tree), "--out", str(busy), *base]) == 2
     assert "not empty" in capsys.readouterr().err
     assert main(["clean", str(tree), "--out", str(busy), "--priority", "tran", *base]) == 2
-    assert main(["clean", str(tree), "--out", str(busy), "--force", *base]) == 0
+    # --force replaces only an earlier leakaudit output, never a folder of the user's.
+    assert main(["clean", str(tree), "--out", str(busy), "--force", *base]) == 2
     assert (busy / "keep.txt").read_text() == "mine"
-    assert "left in place" in capsys.readouterr().err
+    assert "not an earlier leakaudit output" in capsys.readouterr().err
     # Re-running over a hard-linked copy replaces links instead of writing through them.
+    earlier = tmp_path / "earlier"
+    assert main(["clean", str(tree), "--out", str(earlier), *base]) == 0
     before = _snapshot(tree)
-    assert main(["clean", str(tree), "--out", str(busy), "--force", *base]) == 0
+    assert main(["clean", str(tree), "--out", str(earlier), "--force", *base]) == 0
     assert _snapshot(tree) == before
     assert not (tree / "Train" / "clean").exists()
 

@@ -1,0 +1,708 @@
+"""Writing a leak-free copy of a dataset folder without touching the original.
+
+``leakaudit clean ROOT --out NEW_ROOT`` in three steps, each a function here:
+
+1. :func:`walk_tree` lists everything under ROOT without following a single
+   symbolic link: regular files, links (with where they point), other kinds
+   (pipes, devices, sockets) and folders that cannot be listed.
+2. :func:`plan_tree` turns that listing and ``clean_splits``' table into one
+   :class:`PlannedEntry` per entry: where it goes in NEW_ROOT, or why not.
+3. :func:`write_tree` builds NEW_ROOT in a temporary folder beside it, writes
+   the manifest last, and renames the folder into place. Either the old state
+   or the complete new tree exists, never a half of it.
+
+The guarantees (README, "What clean guarantees"):
+
+- ROOT is never written to: files are hard-linked (a new name for the same
+  inode; nothing is ever opened for writing through it) or copied from a
+  descriptor opened with ``O_NOFOLLOW`` after checking it is a regular file.
+  Devices, pipes and sockets are never read.
+- Symbolic links are never followed out of ROOT. A link that resolves inside
+  ROOT is recreated as a relative link to where its target now is (or, if the
+  target is left out, replaced by a copy of it); a link that leaves ROOT,
+  dangles or loops is left out and recorded.
+- Every entry under ROOT gets a manifest row, including those left out, with
+  the reason.
+- NEW_ROOT is replaced only as a whole: an empty folder, or (``replace=True``)
+  an earlier leakaudit output with its manifest at the top. A NEW_ROOT that
+  holds a link into ROOT is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from leakaudit._validation import check_choice
+from leakaudit.safe_io import atomic_open, is_within
+
+__all__ = [
+    "MANIFEST_COLUMNS",
+    "MANIFEST_NAME",
+    "CleanTreeError",
+    "PlannedEntry",
+    "TreeEntry",
+    "TreeWriteSummary",
+    "check_tree_target",
+    "plan_tree",
+    "walk_tree",
+    "write_tree",
+]
+
+#: File name of the manifest at the top of NEW_ROOT.
+MANIFEST_NAME = "leakaudit-manifest.csv"
+#: The manifest's columns, in order.
+MANIFEST_COLUMNS = [
+    "old_path", "new_path", "old_split", "new_split", "action", "group_id", "reason",
+]  # fmt: skip
+
+_NAME_MAX = 255  # bytes; the limit of every common Linux, macOS and Windows file system
+_COPY_CHUNK = 1 << 20
+_PARTIAL = ".leakaudit-partial-"
+_OLD = ".leakaudit-old-"
+
+
+class CleanTreeError(OSError):
+    """NEW_ROOT could not be written; nothing was left at NEW_ROOT (the message says)."""
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry under ROOT, as :func:`walk_tree` found it (no link followed).
+
+    Attributes
+    ----------
+    relative : str
+        Path relative to ROOT, ``/``-separated; folders end in ``/``.
+    kind : {"file", "link", "other", "unlistable"}
+        A regular file, a symbolic link, another kind of file (pipe, device,
+        socket), or a folder that could not be listed.
+    detail : str
+        For ``link``: what it points to, as stored. For ``other``: the kind
+        (``"named pipe"``...). For ``unlistable``: the reason.
+    """
+
+    relative: str
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PlannedEntry:
+    """What happens to one entry under ROOT: a manifest row, plus how to write it.
+
+    ``new_path`` is empty for entries left out (``action`` ``dropped`` or
+    ``skipped``). ``link_to`` is set when the entry is written as a symbolic
+    link (relative, pointing at its target's place in NEW_ROOT); otherwise the
+    file at ``source`` is hard-linked or copied.
+    """
+
+    old_path: str
+    new_path: str
+    old_split: str
+    new_split: str
+    action: str
+    group_id: Any = None
+    reason: str = ""
+    source: str | None = None
+    link_to: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The manifest row."""
+        return {name: getattr(self, name) for name in MANIFEST_COLUMNS}
+
+
+@dataclass
+class TreeWriteSummary:
+    """What :func:`write_tree` did."""
+
+    entries: list[PlannedEntry]
+    manifest: Path
+    linked: int = 0
+    copied: int = 0
+    symlinks: int = 0
+    removed_partials: list[Path] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Entries per action."""
+        counts: dict[str, int] = {}
+        for entry in self.entries:
+            counts[entry.action] = counts.get(entry.action, 0) + 1
+        return counts
+
+
+# ------------------------------------------------------------------ walking
+
+
+_OTHER_KINDS = (
+    (stat.S_ISFIFO, "named pipe"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+)
+
+
+def _other_kind(mode: int) -> str:
+    for test, name in _OTHER_KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def walk_tree(root: str | os.PathLike[str]) -> list[TreeEntry]:
+    """List every entry under ``root`` without following symbolic links.
+
+    Folders are descended in name order (depth first); a folder that cannot be
+    listed is one ``unlistable`` entry with the reason. Links are reported as
+    links, whatever they point to.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "train").mkdir(); _ = (root / "train" / "a.txt").write_text("x")
+    >>> (root / "link").symlink_to("train/a.txt")
+    >>> [(e.relative, e.kind) for e in walk_tree(root)]
+    [('link', 'link'), ('train/a.txt', 'file')]
+    """
+    entries: list[TreeEntry] = []
+    top = os.fspath(root)
+
+    def listing(directory: str, relative: str) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(directory) as scan:
+                found = list(scan)
+        except OSError as error:
+            entries.append(TreeEntry(relative, "unlistable", error.strerror or str(error)))
+            return []
+        found.sort(key=lambda entry: entry.name)
+        return found
+
+    stack: list[tuple[str, Any]] = [("", iter(listing(top, "")))]
+    while stack:
+        prefix, iterator = stack[-1]
+        for entry in iterator:
+            relative = prefix + entry.name
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError as error:  # vanished since the listing
+                entries.append(TreeEntry(relative, "other", error.strerror or str(error)))
+                continue
+            if stat.S_ISLNK(mode):
+                try:
+                    target = os.readlink(entry.path)
+                except OSError as error:
+                    target = f"? ({error.strerror})"
+                entries.append(TreeEntry(relative, "link", target))
+            elif stat.S_ISDIR(mode):
+                stack.append((relative + "/", iter(listing(entry.path, relative + "/"))))
+                break
+            elif stat.S_ISREG(mode):
+                entries.append(TreeEntry(relative, "file"))
+            else:
+                entries.append(TreeEntry(relative, "other", _other_kind(mode)))
+        else:
+            stack.pop()
+    return entries
+
+
+# ------------------------------------------------------------------ planning
+
+
+def _fit_name(stem: str, tail: str) -> str:
+    """``stem + tail`` with ``stem`` shortened until the name fits NAME_MAX bytes."""
+    name = stem + tail
+    while len(os.fsencode(name)) > _NAME_MAX and stem:
+        stem = stem[:-1]
+        name = stem + tail
+    return name
+
+
+def unique_name(relative: str, origin: str, taken: set[str]) -> str:
+    """Return ``relative``, or a ``.from-<origin>`` variant of it not in ``taken``.
+
+    The stem is shortened if needed so that the new name stays within the
+    file system's 255-byte name limit.
+
+    Examples
+    --------
+    >>> unique_name("train/a.jpg", "test", {"train/a.jpg"})
+    'train/a.from-test.jpg'
+    >>> unique_name("train/a.jpg", "test", {"train/a.jpg", "train/a.from-test.jpg"})
+    'train/a.from-test-2.jpg'
+    """
+    if relative not in taken:
+        return relative
+    folder, _, name = relative.rpartition("/")
+    dot = name.rfind(".")
+    stem, suffix = (name[:dot], name[dot:]) if dot > 0 else (name, "")
+    number = 1
+    while True:
+        tag = f".from-{origin}" + (f"-{number}" if number > 1 else "")
+        candidate = _fit_name(stem, tag + suffix)
+        candidate = f"{folder}/{candidate}" if folder else candidate
+        if candidate not in taken:
+            return candidate
+        number += 1
+
+
+def _split_of(relative: str, split_folders: Mapping[str, str]) -> str:
+    top = relative.split("/", 1)[0]
+    return split_folders.get(top, "") if "/" in relative else ""
+
+
+def _resolve_inside(root_real: str, root: str, relative: str) -> tuple[str | None, str]:
+    """Where the link at ``relative`` finally points, relative to ROOT, or why not usable."""
+    path = os.path.join(root, relative)
+    try:
+        real = os.path.realpath(path, strict=True)
+    except FileNotFoundError:
+        return None, "dangling symbolic link"
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return None, "symbolic link loop"
+        return None, f"symbolic link cannot be resolved: {error.strerror}"
+    if not is_within(Path(real), Path(root_real)):
+        return None, f"symbolic link leaving ROOT (to {real}); not followed"
+    inside = os.path.relpath(real, root_real).replace(os.sep, "/")
+    return ("" if inside == "." else inside), ""
+
+
+def plan_tree(
+    root: str | os.PathLike[str],
+    entries: Iterable[TreeEntry],
+    cleaned: pd.DataFrame,
+    split_folders: Mapping[str, str],
+    *,
+    policy: str = "move",
+    reserved: Iterable[str] = (),
+) -> list[PlannedEntry]:
+    """Plan NEW_ROOT: one :class:`PlannedEntry` per entry under ROOT.
+
+    Parameters
+    ----------
+    root : path-like
+        ROOT.
+    entries : iterable of TreeEntry
+        :func:`walk_tree` of ROOT.
+    cleaned : pandas.DataFrame
+        :func:`~leakaudit.clean_splits` output for the audited images:
+        ``path`` (ROOT-relative or under ROOT), ``split``,
+        ``original_split``, ``reassigned``, ``group_id``.
+    split_folders : mapping of str to str
+        Split name -> its folder's name directly under ROOT.
+    policy : {"move", "drop"}
+        Move reassigned images to their new split, or leave them out.
+    reserved : iterable of str
+        NEW_ROOT-relative paths taken by something else (the manifest); an
+        entry planned there gets a ``.from-<split>`` name instead.
+
+    Returns
+    -------
+    list of PlannedEntry
+        Images first (those that stay before those that move, so a moved file
+        never displaces one), then the other entries in walk order.
+    """
+    check_choice("policy", policy, ("move", "drop"))
+    top = os.fspath(root)
+    root_real = os.path.realpath(top)
+    folder_of = dict(split_folders)
+    split_of_folder = {folder: split for split, folder in folder_of.items()}
+    walked = list(entries)
+    kinds = {entry.relative: entry for entry in walked}
+    taken: set[str] = set(reserved)
+    planned: dict[str, PlannedEntry] = {}
+
+    def relative_of(path: str) -> str:
+        return os.path.relpath(path, top).replace(os.sep, "/")
+
+    errors = cleaned["error"] if "error" in cleaned.columns else None
+    order = sorted(range(len(cleaned)), key=lambda i: bool(cleaned["reassigned"].iat[i]))
+    for i in order:
+        old = relative_of(str(cleaned["path"].iat[i]))
+        if old in planned:
+            continue  # listed twice: the first listing wins (audit_splits warns)
+        error = errors.iat[i] if errors is not None else None
+        note = f"unreadable image ({error}); copied as it is" if isinstance(error, str) else ""
+        old_split = str(cleaned["original_split"].iat[i])
+        new_split = str(cleaned["split"].iat[i])
+        moved = bool(cleaned["reassigned"].iat[i])
+        group = cleaned["group_id"].iat[i]
+        group = None if pd.isna(group) else int(group)
+        if moved and policy == "drop":
+            planned[old] = PlannedEntry(old, "", old_split, "", "dropped", group, note)
+            continue
+        within = old.split("/", 1)[1] if "/" in old else old
+        target = unique_name(f"{folder_of[new_split]}/{within}", old_split, taken)
+        taken.add(target)
+        action = "moved" if moved else "kept"
+        planned[old] = PlannedEntry(
+            old, target, old_split, new_split, action, group, note, source=old
+        )
+
+    for entry in walked:
+        if entry.relative in planned:
+            continue
+        split = split_of_folder.get(entry.relative.split("/", 1)[0], "")
+        split = split if "/" in entry.relative else ""
+        if entry.kind == "unlistable":
+            reason = f"folder could not be listed: {entry.detail}"
+            planned[entry.relative] = PlannedEntry(
+                entry.relative, "", split, "", "skipped", reason=reason
+            )
+        elif entry.kind == "other":
+            reason = f"{entry.detail}; only regular files are copied"
+            planned[entry.relative] = PlannedEntry(
+                entry.relative, "", split, "", "skipped", reason=reason
+            )
+        else:
+            target = unique_name(entry.relative, split or "root", taken)
+            taken.add(target)
+            planned[entry.relative] = PlannedEntry(
+                entry.relative, target, split, split, "unaudited", source=entry.relative
+            )
+
+    # Links last: they point at wherever their target ended up.
+    for old, item in list(planned.items()):
+        entry = kinds.get(old)
+        if entry is None or entry.kind != "link" or not item.new_path:
+            continue
+        inside, reason = _resolve_inside(root_real, top, old)
+        if inside is None:
+            taken.discard(item.new_path)
+            planned[old] = replace(
+                item, new_path="", new_split="", action="skipped", reason=reason, source=None
+            )
+            continue
+        destination = planned.get(inside)
+        is_folder = os.path.isdir(os.path.join(top, inside))
+        left_out = destination is not None and not destination.new_path
+        if left_out and kinds.get(inside, TreeEntry("", "")).kind != "file":
+            taken.discard(item.new_path)
+            planned[old] = replace(
+                item,
+                new_path="",
+                new_split="",
+                action="skipped",
+                reason=f"points at {inside}, which is left out",
+                source=None,
+            )
+            continue
+        if not is_folder and (destination is None or not destination.new_path):
+            # The target is left out of NEW_ROOT: keep what the link showed, as a file.
+            planned[old] = replace(
+                item, source=inside, reason="link target left out; written as a copy of it"
+            )
+            continue
+        new_target = destination.new_path if destination is not None else inside
+        link = os.path.relpath(new_target or ".", os.path.dirname(item.new_path) or ".")
+        planned[old] = replace(
+            item,
+            link_to=link.replace(os.sep, "/"),
+            source=None,
+            reason="symbolic link inside ROOT; points at its target's new place",
+        )
+    images: list[PlannedEntry] = []
+    for i in order:
+        item = planned.pop(relative_of(str(cleaned["path"].iat[i])), None)
+        if item is not None:
+            images.append(item)
+    return images + [planned[entry.relative] for entry in walked if entry.relative in planned]
+
+
+# ------------------------------------------------------------------ target checks
+
+
+def _is_earlier_output(folder: Path) -> bool:
+    return (folder / MANIFEST_NAME).is_file() and not (folder / MANIFEST_NAME).is_symlink()
+
+
+def check_tree_target(root: Path, out: Path, *, replace: bool) -> None:
+    """Refuse an unsafe NEW_ROOT before any work is done.
+
+    Raises
+    ------
+    ValueError
+        ``out`` is inside ROOT or contains it, is a file, holds a symbolic link
+        that resolves into ROOT, or is not empty and not an earlier leakaudit
+        output (``replace=True`` replaces only those).
+    OSError
+        Nothing can be created beside ``out`` (where NEW_ROOT is built).
+    """
+    from leakaudit.safe_io import probe_writable
+
+    real_root = root.resolve()
+    real_out = out.resolve()
+    if is_within(real_out, real_root):
+        raise ValueError(f"--out must be outside ROOT ({root}); got {out}")
+    if is_within(real_root, real_out):
+        raise ValueError(f"--out must not contain ROOT ({root}); got {out}")
+    if out.is_symlink():
+        raise ValueError(f"--out must not be a symbolic link; {out} is one")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out must be a folder; {out} is a file")
+    if out.is_dir() and any(out.iterdir()):
+        for entry in walk_tree(out):
+            if entry.kind != "link":
+                continue
+            resolved = Path(os.path.realpath(out / entry.relative))
+            if is_within(resolved, real_root):
+                raise ValueError(
+                    f"--out {out} holds a symbolic link into ROOT ({entry.relative} -> "
+                    f"{entry.detail}); refusing to replace it. Choose a new folder."
+                )
+        if not replace:
+            raise ValueError(
+                f"--out {out} exists and is not empty; choose a new folder, or pass --force "
+                "to replace an earlier leakaudit output"
+            )
+        if not _is_earlier_output(out):
+            raise ValueError(
+                f"--out {out} is not empty and has no {MANIFEST_NAME}: it is not an earlier "
+                "leakaudit output, so --force will not replace it. Choose a new folder."
+            )
+    existing = out.parent
+    while not existing.exists():
+        existing = existing.parent
+    probe_writable(existing)
+
+
+# ------------------------------------------------------------------ writing
+
+
+def _copy_regular(source: str, target: str) -> str | None:
+    """Copy the regular file at ``source`` to a new file ``target``; return why not, or None.
+
+    Problems with the source (gone, unreadable, not a regular file) are returned;
+    problems writing the target (disk full) are raised.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(source, flags | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "became a symbolic link; not followed"
+        return f"cannot be read: {error.strerror}"
+    with os.fdopen(descriptor, "rb") as reader:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            return f"{_other_kind(info.st_mode)}; only regular files are copied"
+        writer_fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(writer_fd, "wb") as writer:
+            remaining = info.st_size  # never more than the file declared (it may grow)
+            while remaining > 0:
+                try:
+                    chunk = reader.read(min(_COPY_CHUNK, remaining))
+                except OSError as error:
+                    writer.close()
+                    os.unlink(target)
+                    return f"cannot be read: {error.strerror}"
+                if not chunk:
+                    break
+                writer.write(chunk)
+                remaining -= len(chunk)
+        os.chmod(target, stat.S_IMODE(info.st_mode))
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    return None
+
+
+_LINK_FALLBACK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES}
+if hasattr(errno, "EOPNOTSUPP"):
+    _LINK_FALLBACK.add(errno.EOPNOTSUPP)
+
+
+def _place(entry: PlannedEntry, root: str, staging: str, link: bool) -> tuple[str, str | None]:
+    """Write one entry into the staging tree; return (how, problem with the source)."""
+    target = os.path.join(staging, entry.new_path)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if entry.link_to is not None:
+        os.symlink(entry.link_to, target)
+        return "symlink", None
+    assert entry.source is not None
+    source = os.path.join(root, entry.source)
+    try:
+        info = os.lstat(source)
+    except OSError as error:
+        return "", f"cannot be read: {error.strerror}"
+    if not stat.S_ISREG(info.st_mode):
+        return "", f"{_other_kind(info.st_mode)}; only regular files are copied"
+    if link:
+        try:
+            os.link(source, target, follow_symlinks=False)
+            return "linked", None
+        except OSError as error:
+            if error.errno == errno.ENOENT:
+                return "", "vanished during the run"
+            if error.errno not in _LINK_FALLBACK:
+                raise
+    problem = _copy_regular(source, target)
+    return ("copied", None) if problem is None else ("", problem)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_partials(out: Path) -> list[Path]:
+    """Remove unfinished builds of ``out`` left by runs that were killed; return them.
+
+    Only folders named like this module's own staging folders, whose process
+    has ended, are removed.
+    """
+    removed: list[Path] = []
+    if not out.parent.is_dir():
+        return removed
+    for prefix in (f".{out.name}{_PARTIAL}", f".{out.name}{_OLD}"):
+        for candidate in out.parent.glob(prefix + "*"):
+            pid_text = candidate.name[len(prefix) :].split("-", 1)[0]
+            if not pid_text.isdigit() or _process_alive(int(pid_text)):
+                continue
+            if candidate.is_dir() and not candidate.is_symlink():
+                shutil.rmtree(candidate, ignore_errors=True)
+                removed.append(candidate)
+    return removed
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    result = renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange)
+    if result != 0:
+        code = ctypes.get_errno()
+        if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+            return False
+        raise OSError(code, os.strerror(code), os.fspath(second))
+    return True
+
+
+def _install(staging: Path, out: Path) -> None:
+    """Put the finished staging tree at ``out`` (replacing an empty or earlier one)."""
+    if not out.exists():
+        os.rename(staging, out)
+        return
+    if not any(out.iterdir()):
+        os.rename(staging, out)  # rename(2) replaces an empty folder
+        return
+    if _exchange(staging, out):
+        shutil.rmtree(staging)  # now the earlier output
+        return
+    aside = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}{_OLD}{os.getpid()}-"))
+    os.rename(out, aside / "old")
+    os.rename(staging, out)
+    shutil.rmtree(aside)
+
+
+def manifest_inside(out: Path, manifest: str | os.PathLike[str] | None) -> str | None:
+    """The manifest's path relative to ``out`` when it is written inside the tree, else None."""
+    if manifest is None:
+        return MANIFEST_NAME
+    resolved, real_out = Path(manifest).resolve(), out.resolve()
+    if is_within(resolved, real_out) and resolved != real_out:
+        return resolved.relative_to(real_out).as_posix()
+    return None
+
+
+def write_tree(
+    plan: list[PlannedEntry],
+    root: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    link: bool = True,
+    manifest: str | os.PathLike[str] | None = None,
+    on_progress: Callable[[], None] | None = None,
+) -> TreeWriteSummary:
+    """Write NEW_ROOT from ``plan``, all or nothing, and its manifest last.
+
+    The tree is built in a hidden folder beside ``out``
+    (``.NAME.leakaudit-partial-PID-...``) and renamed into place once complete,
+    with the manifest inside it (or, with ``manifest=FILE``, written to FILE
+    right after, by rename). On any error, or an interrupt, the partial folder
+    is removed and :class:`CleanTreeError` (or the interrupt) is raised; a
+    ``kill -9`` leaves only the hidden folder, which the next run removes.
+    Call :func:`check_tree_target` first.
+
+    Entries whose source turns out to be unreadable, or no longer a regular
+    file, are not written; their manifest row says ``skipped`` and why.
+    """
+    top = os.fspath(root)
+    target = Path(out)
+    summary = TreeWriteSummary(entries=[], manifest=Path())
+    summary.removed_partials = remove_stale_partials(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(
+        tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}{_PARTIAL}{os.getpid()}-")
+    )
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 is not what a new folder gets
+        final: list[PlannedEntry] = []
+        for entry in plan:
+            if entry.new_path:
+                how, problem = _place(entry, top, os.fspath(staging), link)
+                if problem is not None:
+                    entry = replace(
+                        entry,
+                        new_path="",
+                        new_split="",
+                        action="skipped",
+                        reason=problem,
+                        source=None,
+                    )
+                else:
+                    summary.linked += how == "linked"
+                    summary.copied += how == "copied"
+                    summary.symlinks += how == "symlink"
+                if on_progress is not None:
+                    on_progress()
+            final.append(entry)
+        frame = pd.DataFrame([entry.row() for entry in final], columns=MANIFEST_COLUMNS)
+        frame["group_id"] = frame["group_id"].astype("Int64")
+        summary.entries = final
+        inside = manifest_inside(target, manifest)
+        if inside is not None:
+            summary.manifest = target / inside
+            (staging / inside).parent.mkdir(parents=True, exist_ok=True)
+            with atomic_open(staging / inside, errors="surrogateescape", newline="") as fh:
+                frame.to_csv(fh, index=False)
+            _install(staging, target)
+        else:
+            summary.manifest = Path(manifest)
+            with atomic_open(manifest, errors="surrogateescape", newline="") as fh:
+                frame.to_csv(fh, index=False)
+                fh.flush()
+                _install(staging, target)  # the manifest appears right after the tree
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(staging)
+        if isinstance(error, OSError) and not isinstance(error, CleanTreeError):
+            where = f" ({error.filename})" if error.filename else ""
+            raise CleanTreeError(
+                error.errno,
+                f"could not write {target}: {error.strerror or error}{where}; nothing was "
+                f"written there (the partial copy was removed)",
+            ) from error
+        raise
+    return summary
