@@ -18,7 +18,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._validation import check_bool, check_choice, describe
-from leakaudit.cleaning import DEFAULT_PRIORITY, clean_splits
+from leakaudit.cleaning import clean_splits
 from leakaudit.report import LeakageReport
 
 __all__ = [
@@ -82,7 +82,7 @@ class ResplitResult:
 def plan_resplit(
     table: pd.DataFrame,
     *,
-    priority: Sequence[str] = DEFAULT_PRIORITY,
+    priority: Sequence[str] | None = None,
     policy: str = "move",
 ) -> pd.DataFrame:
     """Decide where every row of a grouped table goes.
@@ -92,7 +92,9 @@ def plan_resplit(
     table : pandas.DataFrame
         A report's table: columns ``split`` and ``group_id`` (plus anything else,
         kept).
-    priority : sequence of str, default ("train", "val", "test")
+    priority : sequence of str, optional
+        Default ``("train", "val", "test")``; ``val`` also matches ``valid``,
+        ``validation`` and ``dev``.
         Split precedence, as in :func:`leakaudit.cleaning.clean_splits`.
     policy : {"move", "drop"}, default "move"
         ``"move"``: every leaked group goes whole to its highest-priority split

@@ -21,14 +21,19 @@ import numbers
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from leakaudit._validation import describe
 from leakaudit.adapters._common import check_dihedral
-from leakaudit.audit import DEFAULT_METHOD, ThresholdSpec, audit_splits, resolve_threshold
+from leakaudit.audit import (
+    DEFAULT_METHOD,
+    ThresholdSpec,
+    audit_splits,
+    find_split_folders,
+    resolve_threshold,
+)
 from leakaudit.errors import LeakageError
 from leakaudit.report import LeakageReport
 
@@ -64,12 +69,14 @@ def leaked_counts(report: LeakageReport) -> pd.DataFrame:
 
 def _check_limits(max_leaked: Any, max_fraction: Any) -> tuple[int | None, float | None]:
     if max_leaked is not None and (
-        isinstance(max_leaked, bool) or not isinstance(max_leaked, numbers.Integral)
+        isinstance(max_leaked, bool)
+        or not isinstance(max_leaked, numbers.Integral)
         or max_leaked < 0
     ):
         raise ValueError(f"max_leaked must be an int >= 0 or None; got {describe(max_leaked)}.")
     if max_fraction is not None and (
-        isinstance(max_fraction, bool) or not isinstance(max_fraction, numbers.Real)
+        isinstance(max_fraction, bool)
+        or not isinstance(max_fraction, numbers.Real)
         or not 0.0 <= float(max_fraction) <= 1.0
     ):
         raise ValueError(
@@ -157,17 +164,6 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _split_folders(root: Path) -> dict[str, Path]:
-    folders = {
-        p.name: p for p in sorted(root.iterdir()) if p.is_dir() and not p.name.startswith(".")
-    }
-    if not folders:
-        raise ValueError(
-            f"splits must be a folder holding one sub-folder per split; {root} has none."
-        )
-    return folders
-
-
 def assert_no_leakage(
     splits: Any,
     *,
@@ -247,7 +243,7 @@ def assert_no_leakage(
 def _audit(splits: Any, audit_options: dict[str, Any]) -> LeakageReport:
     """Audit ``splits`` (anything but a report) with the matching audit function."""
     if isinstance(splits, (str, os.PathLike)):
-        report = audit_splits(_split_folders(Path(splits)), **audit_options)
+        report = audit_splits(find_split_folders(splits), root=splits, **audit_options)
     elif isinstance(splits, Mapping):
         if not splits:
             raise ValueError("splits must name at least one split; got an empty mapping.")

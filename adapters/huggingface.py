@@ -53,7 +53,6 @@ from leakaudit.audit import (
     decode_parameters,
     resolve_threshold,
 )
-from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
@@ -631,7 +630,7 @@ def clean_dataset_dict(
     dataset_dict: DatasetDict | Mapping[str, Dataset],
     *,
     report: LeakageReport | None = None,
-    priority: Sequence[str] = DEFAULT_PRIORITY,
+    priority: Sequence[str] | None = None,
     policy: str = "move",
     record_column: str | None = None,
     **audit_options: Any,
@@ -652,7 +651,9 @@ def clean_dataset_dict(
     report : LeakageReport, optional
         The result of :func:`audit_dataset_dict` on these very splits; audited now
         when not given.
-    priority : sequence of str, default ("train", "val", "test")
+    priority : sequence of str, optional
+        Default ``("train", "val", "test")``; ``val`` also matches ``valid``,
+        ``validation`` and ``dev``.
         Split precedence, highest first.
     policy : {"move", "drop"}, default "move"
         ``"move"``: a leaked group goes whole to its highest-priority split.

@@ -71,7 +71,6 @@ from leakaudit.audit import (
     resolve_threshold,
 )
 from leakaudit.cache import CacheSpec, hash_sources_cached
-from leakaudit.cleaning import DEFAULT_PRIORITY
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
@@ -757,7 +756,7 @@ def clean_datasets(
     splits: Mapping[str, Dataset[Any]],
     *,
     report: LeakageReport | None = None,
-    priority: Sequence[str] = DEFAULT_PRIORITY,
+    priority: Sequence[str] | None = None,
     policy: str = "move",
     **audit_options: Any,
 ) -> ResplitResult:
@@ -787,7 +786,9 @@ def clean_datasets(
     report : LeakageReport, optional
         The result of :func:`audit_datasets` on these very datasets; audited
         now when not given.
-    priority : sequence of str, default ("train", "val", "test")
+    priority : sequence of str, optional
+        Default ``("train", "val", "test")``; ``val`` also matches ``valid``,
+        ``validation`` and ``dev``.
         Split precedence, highest first.
     policy : {"move", "drop"}, default "move"
         ``"move"``: a leaked group goes whole to its highest-priority split.

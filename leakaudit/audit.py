@@ -27,6 +27,7 @@ from leakaudit.cache import CacheSpec, _CachedFiles, _hash_sources_cached
 from leakaudit.frames import frame_from_hash_table, group_labels_for_frame
 from leakaudit.hashing import HashTable
 from leakaudit.loading import DecodeOptions
+from leakaudit.policy import SPLIT_ALIASES, split_sort_key
 from leakaudit.report import LeakageReport, dhash_audit
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ __all__ = [
     "audit_splits",
     "decode_parameters",
     "drop_repeated_paths",
+    "find_split_folders",
     "list_image_files",
     "list_image_paths",
     "row_thresholds",
@@ -258,6 +260,46 @@ def drop_repeated_paths(sources: list[Any], labels: list[str]) -> tuple[list[Any
         stacklevel=3,
     )
     return [sources[i] for i in keep], [labels[i] for i in keep]
+
+
+def find_split_folders(root: str | os.PathLike[str], extra: Sequence[str] = ()) -> dict[str, Path]:
+    """Return split name -> folder for the split folders directly under ``root``.
+
+    The one finder behind ``leakaudit scan ROOT``, ``leakaudit clean ROOT`` and
+    ``assert_no_leakage(ROOT)``. Folder names in
+    :data:`~leakaudit.policy.SPLIT_ALIASES` (``train``, ``val``, ``valid``,
+    ``validation``, ``dev``, ``test``, ...), and those in ``extra``, are
+    recognised case-insensitively; the split keeps the folder's own name.
+    Splits come in the order train, val, test, then the others by name.
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError
+        ``root`` is missing or not a folder.
+    ValueError
+        No split folder was found, or a name in ``extra`` names no folder.
+    """
+    top = Path(root)
+    if not top.exists():
+        raise FileNotFoundError(f"folder not found: {top}")
+    if not top.is_dir():
+        raise NotADirectoryError(f"not a folder: {top}")
+    wanted = {name.lower() for name in extra}
+    found = [
+        child
+        for child in top.iterdir()
+        if child.is_dir() and (child.name.lower() in SPLIT_ALIASES or child.name.lower() in wanted)
+    ]
+    if not found:
+        raise ValueError(
+            f"no split folders under {top}: expected sub-folders named like "
+            "train/, val/ (valid/, validation/, dev/) or test/; name others as extra splits "
+            "(CLI: --split NAME)."
+        )
+    missing = sorted(wanted - {child.name.lower() for child in found})
+    if missing:
+        raise ValueError(f"--split names no folder under {top}: {', '.join(missing)}")
+    return {child.name: child for child in sorted(found, key=lambda c: split_sort_key(c.name))}
 
 
 def _paths_of(name: str, spec: Any, recursive: bool, within: list[str]) -> list[str]:

@@ -8,10 +8,9 @@ import numpy as np
 import pandas as pd
 
 from leakaudit._validation import describe
+from leakaudit.policy import DEFAULT_PRIORITY, match_priority, warn_unmatched_priority
 
 __all__ = ["DEFAULT_PRIORITY", "clean_splits"]
-
-DEFAULT_PRIORITY: tuple[str, ...] = ("train", "val", "test")
 
 
 def _check_priority(priority: Sequence[str]) -> tuple[str, ...]:
@@ -35,9 +34,7 @@ def split_rank(splits: Sequence[str], priority: Sequence[str]) -> dict[str, int]
     return rank
 
 
-def clean_splits(
-    grouped_df: pd.DataFrame, priority: Sequence[str] = DEFAULT_PRIORITY
-) -> pd.DataFrame:
+def clean_splits(grouped_df: pd.DataFrame, priority: Sequence[str] | None = None) -> pd.DataFrame:
     """Produce a leak-free split assignment.
 
     Every group whose members sit in more than one split is moved whole to the
@@ -51,9 +48,13 @@ def clean_splits(
     grouped_df : pandas.DataFrame
         Columns ``group_id`` and ``split`` (and usually ``path``), as from
         :func:`~leakaudit.find_duplicate_groups`.
-    priority : sequence of str, default ("train", "val", "test")
+    priority : sequence of str, optional
         Split precedence, highest first: a leaked group touching train and
-        test goes wholly to train.
+        test goes wholly to train. Default ``("train", "val", "test")``. A
+        name matches a split of that name or any alias of it (``val`` matches
+        ``valid``, ``validation`` and ``dev``, as Hugging Face's ``imagefolder``
+        names it); a name given here that matches no split is named in a
+        :class:`~leakaudit.policy.PriorityWarning`.
 
     Returns
     -------
@@ -80,11 +81,14 @@ def clean_splits(
             "grouped_df must have columns 'group_id' and 'split' (from find_duplicate_groups); "
             f"missing: {', '.join(missing)}."
         )
-    names = _check_priority(priority)
+    names = DEFAULT_PRIORITY if priority is None else _check_priority(priority)
     split = grouped_df["split"].astype(object).where(grouped_df["split"].notna(), None)
     has_split = split.notna().to_numpy()
     present = [str(s) for s in pd.unique(split[has_split])]
-    rank = split_rank(present, names)
+    ordered, unmatched = match_priority(names, present)
+    if priority is not None:
+        warn_unmatched_priority(unmatched, present)
+    rank = split_rank(present, ordered)
     by_rank = {r: name for name, r in rank.items()}
 
     codes, _ = pd.factorize(grouped_df["group_id"])

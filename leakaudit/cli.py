@@ -25,8 +25,15 @@ import numpy as np
 
 from leakaudit import __version__
 from leakaudit._text import printable
-from leakaudit.audit import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS, audit_splits
+from leakaudit.audit import (
+    AUDIT_METHODS,
+    DEFAULT_METHOD,
+    DEFAULT_THRESHOLDS,
+    audit_splits,
+    find_split_folders,
+)
 from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
+from leakaudit.policy import DEFAULT_PRIORITY, SPLIT_ALIASES, match_priority
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 
@@ -42,13 +49,6 @@ __all__ = [
 
 log = logging.getLogger("leakaudit")
 
-#: Folder names recognised as splits by ``leakaudit scan`` (case-insensitive).
-SPLIT_ALIASES: dict[str, str] = {
-    "train": "train", "training": "train",
-    "val": "val", "valid": "val", "validation": "val", "dev": "val",
-    "test": "test", "testing": "test", "eval": "test",
-}  # fmt: skip
-
 
 #: Exit codes: 1 is only ever "leakage over the --fail-on-leak limit".
 EXIT_LEAKAGE = 1
@@ -58,39 +58,6 @@ EXIT_INTERNAL_ERROR = 3
 
 class UsageError(Exception):
     """A problem with the command line or its inputs (exit code 2)."""
-
-
-def _split_sort_key(name: str) -> tuple[int, str]:
-    canonical = SPLIT_ALIASES.get(name.lower())
-    rank = {"train": 0, "val": 1, "test": 2}
-    return (rank.get(canonical or "", 3), name.lower())
-
-
-def find_split_folders(root: Path, extra: Sequence[str] = ()) -> dict[str, Path]:
-    """Return split name -> folder for the split folders directly under ``root``.
-
-    Folder names in :data:`SPLIT_ALIASES` (and those in ``extra``) are
-    recognised case-insensitively; the split keeps the folder's own name.
-    Splits come in the order train, val, test, then the others by name, so
-    reports and priorities read naturally.
-    """
-    if not root.is_dir():
-        raise UsageError(f"not a folder: {root}")
-    wanted = {name.lower() for name in extra}
-    found: list[Path] = []
-    for child in root.iterdir():
-        name = child.name.lower()
-        if child.is_dir() and (name in SPLIT_ALIASES or name in wanted):
-            found.append(child)
-    if not found:
-        raise UsageError(
-            f"no split folders under {root}: expected sub-folders named like "
-            "train/, val/ (valid/, validation/, dev/) or test/; name others with --split."
-        )
-    missing = sorted(wanted - {child.name.lower() for child in found})
-    if missing:
-        raise UsageError(f"--split names no folder under {root}: {', '.join(missing)}")
-    return {child.name: child for child in sorted(found, key=lambda c: _split_sort_key(c.name))}
 
 
 def _fail_limit(text: str) -> tuple[float, bool]:
@@ -376,9 +343,11 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
     try:
         for option, path in _output_files(args):
             check_output_path(path, option=option, protected=protected)
-        show: Path | None = getattr(args, "show", None)
-        if show is not None:
-            check_output_path(show, option="--show", protected=protected, is_folder=True)
+        for option in ("show", "cache_dir"):
+            folder: Path | None = getattr(args, option, None)
+            if folder is not None:
+                name = "--" + option.replace("_", "-")
+                check_output_path(folder, option=name, protected=protected, is_folder=True)
     except OutputPathError as error:
         raise UsageError(str(error)) from None
 
@@ -644,23 +613,15 @@ def _cmd_env() -> int:
 
 def _resolve_priority(text: str | None, splits: Sequence[str]) -> list[str]:
     """Map ``--priority`` names to split folder names (``val`` matches ``Validation/``...)."""
-    from leakaudit.cleaning import DEFAULT_PRIORITY
-
     names = DEFAULT_PRIORITY if text is None else [p.strip() for p in text.split(",") if p.strip()]
     if text is not None and not names:
         raise UsageError("--priority must name at least one split, like train,val,test")
-    resolved: list[str] = []
-    for name in names:
-        exact = [s for s in splits if s.lower() == name.lower()]
-        canonical = SPLIT_ALIASES.get(name.lower(), name.lower())
-        alias = [s for s in splits if SPLIT_ALIASES.get(s.lower()) == canonical]
-        matches = exact or alias
-        if not matches and text is not None:
-            raise UsageError(
-                f"--priority names {name!r}, which is not a split here; splits: "
-                + ", ".join(splits)
-            )
-        resolved.extend(s for s in matches if s not in resolved)
+    resolved, unmatched = match_priority(names, splits)
+    if unmatched and text is not None:
+        raise UsageError(
+            f"--priority names {unmatched[0]!r}, which is not a split here; splits: "
+            + ", ".join(splits)
+        )
     return resolved
 
 

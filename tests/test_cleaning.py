@@ -68,6 +68,7 @@ def test_bad_arguments_have_clear_errors() -> None:
 split_names = st.sampled_from(["train", "val", "test", "extra", None])
 
 
+@pytest.mark.filterwarnings("ignore::leakaudit.policy.PriorityWarning")
 @settings(max_examples=200, deadline=None)
 @given(
     rows=st.lists(st.tuples(split_names, st.integers(0, 8)), min_size=0, max_size=60),
@@ -102,3 +103,28 @@ def test_cleaning_invariants(rows: list[tuple[str | None, int]], priority: list[
     # idempotent: cleaning the output changes nothing
     again = clean_splits(out.drop(columns=["reassigned", "original_split"]), priority=priority)
     assert not again["reassigned"].any()
+
+
+def test_validation_ranks_as_val_not_below_test() -> None:
+    """HF's imagefolder names the split ``validation``: it is ``val`` in the default priority."""
+    groups = pd.DataFrame(
+        {"split": ["validation", "test", "train", "dev"], "group_id": [1, 1, 2, 2]}
+    )
+    out = clean_splits(groups)
+    assert out["split"].tolist() == ["validation", "validation", "train", "train"]
+    explicit = clean_splits(groups, priority=["test", "val", "train"])
+    assert explicit["split"].tolist() == ["test", "test", "dev", "dev"]
+
+
+def test_priority_name_matching_no_split_is_a_warning() -> None:
+    from leakaudit.policy import PriorityWarning
+
+    groups = pd.DataFrame({"split": ["train", "test"], "group_id": [1, 1]})
+    with pytest.warns(PriorityWarning, match="'holdout'"):
+        out = clean_splits(groups, priority=["holdout", "train", "test"])
+    assert out["split"].tolist() == ["train", "train"]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clean_splits(groups)  # the default priority never warns about a split you lack

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import subprocess
 import sys
 
@@ -49,8 +50,9 @@ def test_limits_by_count_and_fraction(demo: DemoDataset) -> None:
 def test_root_folder_of_split_folders(demo: DemoDataset) -> None:
     with pytest.raises(LeakageError) as caught:
         assert_no_leakage(demo.root, workers=1, on_error="ignore")
-    assert list(caught.value.report.images_by_split.index) == ["test", "train", "val"]
-    with pytest.raises(ValueError, match="one sub-folder per split"):
+    # The CLI's finder: the usual split names, in the order train, val, test.
+    assert list(caught.value.report.images_by_split.index) == ["train", "val", "test"]
+    with pytest.raises(ValueError, match="no split folders under"):
         assert_no_leakage(demo.root / "train" / "cat")
 
 
@@ -113,3 +115,24 @@ def test_importing_the_adapters_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_guard_and_cli_audit_the_same_splits(tmp_path: pathlib.Path) -> None:
+    """One finder: a stray folder (``notes/``) is a split for neither."""
+    from leakaudit.audit import find_split_folders
+    from leakaudit.cli import main
+
+    demo = build_demo_dataset(tmp_path / "d")
+    (demo.root / "notes").mkdir()
+    (demo.root / "notes" / "copy.jpg").write_bytes(
+        (demo.root / "train/cat/train_000.jpg").read_bytes()
+    )
+    report = assert_no_leakage(demo.root, workers=1, on_error="ignore", max_leaked=10_000)
+    assert list(report.images_by_split.index) == ["train", "val", "test"]
+    assert list(find_split_folders(demo.root)) == ["train", "val", "test"]
+    json_path = tmp_path / "r.json"
+    assert main(["scan", str(demo.root), "--quiet", "--json", str(json_path)]) == 0
+    import json
+
+    splits = [row["split"] for row in json.loads(json_path.read_text())["splits"]]
+    assert splits == ["train", "val", "test"]
