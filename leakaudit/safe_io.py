@@ -150,9 +150,7 @@ def check_output_path(
                 f"{option} must be outside the dataset ({folder}); {target} is inside it"
             )
         if is_folder and is_within(real, resolved):
-            raise OutputPathError(
-                f"{option} must not contain the dataset ({folder}); got {target}"
-            )
+            raise OutputPathError(f"{option} must not contain the dataset ({folder}); got {target}")
     if is_folder:
         if target.exists() and not target.is_dir():
             raise OutputPathError(f"{option} must be a folder; {target} is a file")
