@@ -825,13 +825,3 @@ def audit_splits(
         embedding=embedding,
         dihedral=dihedral,
     )
-
-
-def leaked_rows(report: LeakageReport) -> pd.DataFrame:
-    """Return the table rows that sit in a leaked group."""
-    if report.table is None:
-        raise ValueError("report has no table (it was rebuilt from JSON).")
-    rows: pd.DataFrame = report.table[
-        report.table["group_id"].isin(report.leaked_groups["group_id"])
-    ]
-    return rows

@@ -489,20 +489,6 @@ def band_keys(unique: NDArray[np.uint64], mask: int) -> NDArray[np.uint64]:
     return keys
 
 
-def _deposit_bits(keys: NDArray[np.uint64], mask: int) -> NDArray[np.uint64]:
-    """Inverse of :func:`band_keys`: spread key bit k to the k-th set bit of ``mask``."""
-    bits = _mask_bits(mask)
-    octets = keys.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
-    values = np.zeros(keys.size, dtype=np.uint64)
-    byte_values = np.arange(256, dtype=np.uint64)
-    for byte in range((len(bits) + 7) // 8):
-        lookup = np.zeros(256, dtype=np.uint64)
-        for source, dest in enumerate(bits[8 * byte : 8 * byte + 8]):
-            lookup |= ((byte_values >> np.uint64(source)) & np.uint64(1)) << np.uint64(dest)
-        values |= lookup[octets[:, byte]]
-    return values
-
-
 def _flip_masks_by_top_bit(width: int, radius: int) -> list[NDArray[np.uint64]]:
     """For each key bit ``h``, the flip masks of 1..radius bits whose highest set bit is ``h``."""
     by_top: list[NDArray[np.uint64]] = []
