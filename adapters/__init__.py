@@ -13,8 +13,9 @@ imports torch, torchvision or datasets.
 
 from __future__ import annotations
 
-from leakaudit.adapters._common import GroupSplitResult, ResplitResult, SplitPlan
+from leakaudit.adapters._common import GroupSplitResult, ResplitResult
 from leakaudit.adapters.guard import assert_no_leakage, check_leakage
+from leakaudit.cleaning import SplitPlan
 
 __all__ = [
     "GroupSplitResult",

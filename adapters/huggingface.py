@@ -37,14 +37,10 @@ from leakaudit.adapters._common import (
     ClassMismatchWarning,
     GroupSplitResult,
     ResplitResult,
-    assign_groups,
-    build_plan,
     check_dihedral,
     check_report_matches,
     destination_rows,
     moves_table,
-    plan_resplit,
-    resolve_lengths,
 )
 from leakaudit.audit import (
     DEFAULT_METHOD,
@@ -53,6 +49,7 @@ from leakaudit.audit import (
     decode_parameters,
     resolve_threshold,
 )
+from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
@@ -706,7 +703,7 @@ def clean_dataset_dict(
         report, {name: len(d) for name, d in splits.items()}, "leakaudit.adapters.huggingface"
     )
     assert report.table is not None
-    plan = plan_resplit(report.table, priority=priority, policy=policy)
+    plan = clean_splits(report.table, priority, policy=policy)
     rows = destination_rows(plan, list(splits))
 
     sources_by_name = dict(splits)
@@ -825,7 +822,7 @@ def leak_free_split(
             f"got {describe(sizes)}."
         )
     names = [str(name) for name in sizes]
-    targets = resolve_lengths(list(sizes.values()), len(dataset))
+    resolve_lengths(list(sizes.values()), len(dataset))  # bad sizes fail before the audit
     labels = None
     if stratify_by_column is not None:
         if stratify_by_column not in dataset.column_names:
@@ -854,9 +851,8 @@ def leak_free_split(
     )
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()
-    rng = np.random.default_rng(seed)
-    assignment = assign_groups(group_ids, targets, rng=rng, labels=labels)
-    plan = build_plan(names, targets, assignment, group_ids, labels)
+    plan = split_groups(group_ids, list(sizes.values()), names=names, seed=seed, labels=labels)
+    assignment = plan.assignment
     out = datasets.DatasetDict(
         {
             name: dataset.select(np.flatnonzero(assignment == k).tolist())

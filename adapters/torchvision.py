@@ -52,15 +52,10 @@ from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.adapters._common import (
     ClassMismatchWarning,
     ResplitResult,
-    SplitPlan,
-    assign_groups,
-    build_plan,
     check_dihedral,
     check_report_matches,
     destination_rows,
     moves_table,
-    plan_resplit,
-    resolve_lengths,
 )
 from leakaudit.audit import (
     DEFAULT_METHOD,
@@ -71,6 +66,7 @@ from leakaudit.audit import (
     resolve_threshold,
 )
 from leakaudit.cache import CacheSpec, hash_sources_cached
+from leakaudit.cleaning import SplitPlan, clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
@@ -831,7 +827,7 @@ def clean_datasets(
         report, {r.name: len(r.indices) for r in resolved}, "leakaudit.adapters.torchvision"
     )
     assert report.table is not None
-    plan = plan_resplit(report.table, priority=priority, policy=policy)
+    plan = clean_splits(report.table, priority, policy=policy)
     by_name = {r.name: r for r in resolved}
     rows = destination_rows(plan, [r.name for r in resolved])
     new_splits = {r.name: _rebuild(r, rows[r.name], by_name) for r in resolved}
@@ -959,9 +955,9 @@ def leak_free_random_split(
                 "element of each item); this dataset does not provide them."
             )
     rng = np.random.default_rng(_seed_from(generator))
-    assignment = assign_groups(group_ids, targets, rng=rng, labels=labels)
     names = [str(i) for i in range(len(targets))]
-    plan = build_plan(names, targets, assignment, group_ids, labels)
+    plan = split_groups(group_ids, list(targets), names=names, seed=rng, labels=labels)
+    assignment = plan.assignment
     result = LeakFreeSplit(
         torch.utils.data.Subset(dataset, rng.permutation(np.flatnonzero(assignment == k)).tolist())
         for k in range(len(targets))

@@ -21,7 +21,7 @@ from leakaudit.audit import (
     list_image_files,
 )
 from leakaudit.calibrate import CalibrationResult, calibrate_threshold
-from leakaudit.cleaning import clean_splits
+from leakaudit.cleaning import SplitPlan, clean_splits, split_groups
 from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
 from leakaudit.frames import compute_hashes, find_duplicate_groups
 from leakaudit.hashing import UnreadableImageWarning, hamming_distance
@@ -40,6 +40,7 @@ __all__ = [
     "LeakageError",
     "LeakageReport",
     "LeakauditError",
+    "SplitPlan",
     "ThresholdRuleWarning",
     "UnreadableImageWarning",
     "__version__",
@@ -53,4 +54,5 @@ __all__ = [
     "find_duplicate_groups",
     "hamming_distance",
     "list_image_files",
+    "split_groups",
 ]

@@ -44,7 +44,6 @@ from typing import Any
 
 import pandas as pd
 
-from leakaudit._validation import check_choice
 from leakaudit.safe_io import atomic_open, is_within
 
 __all__ = [
@@ -285,7 +284,6 @@ def plan_tree(
     cleaned: pd.DataFrame,
     split_folders: Mapping[str, str],
     *,
-    policy: str = "move",
     reserved: Iterable[str] = (),
 ) -> list[PlannedEntry]:
     """Plan NEW_ROOT: one :class:`PlannedEntry` per entry under ROOT.
@@ -298,12 +296,10 @@ def plan_tree(
         :func:`walk_tree` of ROOT.
     cleaned : pandas.DataFrame
         :func:`~leakaudit.clean_splits` output for the audited images:
-        ``path`` (ROOT-relative or under ROOT), ``split``,
-        ``original_split``, ``reassigned``, ``group_id``.
+        ``path`` (as listed under ROOT), ``split``, ``original_split``,
+        ``reassigned``, ``dropped`` (optional) and ``group_id``.
     split_folders : mapping of str to str
         Split name -> its folder's name directly under ROOT.
-    policy : {"move", "drop"}
-        Move reassigned images to their new split, or leave them out.
     reserved : iterable of str
         NEW_ROOT-relative paths taken by something else (the manifest); an
         entry planned there gets a ``.from-<split>`` name instead.
@@ -314,7 +310,6 @@ def plan_tree(
         Images first (those that stay before those that move, so a moved file
         never displaces one), then the other entries in walk order.
     """
-    check_choice("policy", policy, ("move", "drop"))
     top = os.fspath(root)
     root_real = os.path.realpath(top)
     folder_of = dict(split_folders)
@@ -328,6 +323,8 @@ def plan_tree(
         return os.path.relpath(path, top).replace(os.sep, "/")
 
     errors = cleaned["error"] if "error" in cleaned.columns else None
+    dropped = cleaned["dropped"] if "dropped" in cleaned.columns else None
+    # Images that stay claim their names first, so a moved file never displaces one.
     order = sorted(range(len(cleaned)), key=lambda i: bool(cleaned["reassigned"].iat[i]))
     for i in order:
         old = relative_of(str(cleaned["path"].iat[i]))
@@ -340,7 +337,7 @@ def plan_tree(
         moved = bool(cleaned["reassigned"].iat[i])
         group = cleaned["group_id"].iat[i]
         group = None if pd.isna(group) else int(group)
-        if moved and policy == "drop":
+        if dropped is not None and bool(dropped.iat[i]):
             planned[old] = PlannedEntry(old, "", old_split, "", "dropped", group, note)
             continue
         within = old.split("/", 1)[1] if "/" in old else old

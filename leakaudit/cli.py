@@ -32,6 +32,7 @@ from leakaudit.audit import (
     audit_splits,
     find_split_folders,
 )
+from leakaudit.cleaning import CLEAN_POLICIES
 from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
 from leakaudit.policy import DEFAULT_PRIORITY, SPLIT_ALIASES, match_priority
 from leakaudit.report import LeakageReport
@@ -246,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     clean.add_argument(
         "--policy",
-        choices=("move", "drop"),
+        choices=CLEAN_POLICIES,
         default="move",
         help="move leaked images into the winning split, or drop them from the lower ones "
         "(default: %(default)s)",
@@ -671,13 +672,12 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     report = _run_audit(splits, args, root=root)
     print(report.to_text())
     assert report.table is not None  # audit_splits always returns its table
-    cleaned = clean_splits(report.table, priority)
+    cleaned = clean_splits(report.table, priority, policy=args.policy)
     plan = plan_tree(
         root,
         walk_tree(root),
         cleaned,
         {name: folder.name for name, folder in splits.items()},
-        policy=args.policy,
         # The default manifest's place is ours: a ROOT file there moves aside. One the user
         # chose inside NEW_ROOT must not displace a file: _outputs_in_tree refuses it.
         reserved=[MANIFEST_NAME] if args.manifest is None else [],

@@ -128,3 +128,35 @@ def test_priority_name_matching_no_split_is_a_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clean_splits(groups)  # the default priority never warns about a split you lack
+
+
+def test_drop_policy_in_the_core() -> None:
+    groups = pd.DataFrame({"split": ["train", "test", "test", "val"], "group_id": [1, 1, 2, 1]})
+    out = clean_splits(groups, policy="drop")
+    assert out["split"].tolist() == ["train", None, "test", None]
+    assert out["dropped"].tolist() == [False, True, False, True]
+    assert not out["reassigned"].any()
+    assert len(out) == len(groups)  # rows are marked, never removed
+    with pytest.raises(ValueError, match="policy must be one of"):
+        clean_splits(groups, policy="delete")
+
+
+def test_split_groups_for_a_list_of_paths(tmp_path: pytest.TempPathFactory) -> None:
+    """A user with paths: hash, group, split, all from the core."""
+    import imagegen
+
+    from leakaudit import compute_hashes, find_duplicate_groups, split_groups
+
+    paths = []
+    for i in range(20):
+        path = tmp_path / f"{i}.png"  # type: ignore[operator]
+        imagegen.photo_like(i % 15).save(path)  # 5 pairs of copies
+        paths.append(str(path))
+    groups = find_duplicate_groups(compute_hashes(paths, method="phash"), threshold=6)
+    plan = split_groups(groups["group_id"], [0.7, 0.3], names=["train", "test"], seed=3)
+    assert plan.sizes.sum() == 20 and plan.names == ["train", "test"]
+    split_of = dict(zip(groups["path"], plan.assignment, strict=True))
+    for i in range(5):
+        assert split_of[paths[i]] == split_of[paths[i + 15]]
+    again = split_groups(groups["group_id"], [0.7, 0.3], names=["train", "test"], seed=3)
+    assert again.assignment.tolist() == plan.assignment.tolist()

@@ -146,6 +146,7 @@ def test_audit_grouping_is_independent_of_input_order(
     assert first.to_dict()["pct_leaked_by_split"] == second.to_dict()["pct_leaked_by_split"]
 
 
+@pytest.mark.filterwarnings("ignore::leakaudit.policy.PriorityWarning")
 @settings_
 @given(data=hash_tables(), threshold=st.integers(0, 12), priority=st.permutations(SPLITS))
 def test_cleaning_an_audit_leaves_no_leak_and_loses_nothing(
