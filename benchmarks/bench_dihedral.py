@@ -46,7 +46,7 @@ sys.path.insert(0, str(HERE))
 from photos import build_photo_corpus  # noqa: E402
 from synthetic_hashes import cached  # noqa: E402
 
-from leakaudit.frames import fuzzy_edges  # noqa: E402
+from leakaudit.grouping import fuzzy_edges  # noqa: E402
 from leakaudit.hashing import (  # noqa: E402
     _hashes_from_thumbnails,
     _oriented,

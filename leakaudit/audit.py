@@ -24,7 +24,8 @@ from PIL import Image
 from leakaudit._text import printable
 from leakaudit._validation import check_bool, check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, _CachedFiles, _hash_sources_cached
-from leakaudit.frames import frame_from_hash_table, group_labels_for_frame
+from leakaudit.frames import frame_from_hash_table
+from leakaudit.grouping import link_labels
 from leakaudit.hashing import HashTable
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import SPLIT_ALIASES, split_sort_key
@@ -642,11 +643,12 @@ def audit_hash_table(
             entries.dhash if primary == "dhash" else entries.phash,
             entries.dhash if method == "phash+dhash" else None,
         )
-    frame["group_id"] = group_labels_for_frame(
-        frame,
+    frame["group_id"] = link_labels(
         values,
         valid,
         search_threshold,
+        low_information=np.asarray(table.low_information, dtype=bool),
+        exact_keys=frame["digest"].to_numpy(),
         second=second,
         second_threshold=search_threshold,
         orientations=orientations,

@@ -603,7 +603,7 @@ def run_embedding_stage(
     >>> result.labels.tolist(), result.pairs[["row_a", "row_b"]].values.tolist()
     ([0, 1, 0], [[0, 2]])
     """
-    from leakaudit.frames import merge_group_labels
+    from leakaudit.grouping import merge_group_labels
 
     if not isinstance(stage, EmbeddingStage):
         raise TypeError(f"embedding must be an EmbeddingStage; got {describe(stage)}.")

@@ -3,7 +3,9 @@
 These functions keep the names and semantics of the R package ``leakaudit``
 (``compute_hashes``, ``find_duplicate_groups``); the heavy lifting happens in
 :mod:`leakaudit.hashing` (decode + hash), :mod:`leakaudit.search` (exact
-all-pairs-within-threshold index) and :mod:`leakaudit.grouping` (union-find).
+all-pairs-within-threshold index) and :mod:`leakaudit.grouping` (the linking
+policy and union-find, on arrays). This module only converts between
+DataFrames of hex strings and those arrays.
 
 Table columns
 -------------
@@ -30,7 +32,7 @@ Table columns
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,17 +41,15 @@ from numpy.typing import NDArray
 
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, hash_sources_cached
-from leakaudit.grouping import connected_component_labels, group_labels_within
-from leakaudit.hashing import HASH_METHODS, HashTable, hashes_to_hex, popcount64
+from leakaudit.grouping import link_labels
+from leakaudit.hashing import HASH_METHODS, HashTable, hashes_to_hex
 from leakaudit.loading import DecodeOptions
-from leakaudit.search import iter_pairs_within
 
 __all__ = [
     "compute_hashes",
     "find_duplicate_groups",
     "frame_from_hash_table",
     "hash_values_from_frame",
-    "merge_group_labels",
 ]
 
 ImageSource = Any  # str | os.PathLike[str] | bytes | PIL.Image.Image
@@ -218,40 +218,105 @@ def compute_hashes(
     return frame_from_hash_table(table, labels, method=method, paths=_source_names(items))
 
 
+_HEX_NIBBLES = np.full(256, 255, dtype=np.uint8)
+for _digit in range(16):
+    _HEX_NIBBLES[ord(f"{_digit:x}")] = _digit
+    _HEX_NIBBLES[ord(f"{_digit:X}")] = _digit
+
+
 def _parse_hex_column(values: pd.Series, name: str) -> tuple[NDArray[np.uint64], NDArray[np.bool_]]:
-    """Parse a column of hex hashes (<= 16 hex chars, all the same length)."""
+    """Parse a column of hex hashes (<= 16 hex chars, all the same length), vectorised.
+
+    The strings become one fixed-width code-point matrix (numpy's ``U`` dtype,
+    built in C), looked up as nibbles: no Python work per row beyond a type
+    check. Surrounding whitespace is ignored and blank strings are missing.
+    """
     n = len(values)
     parsed = np.zeros(n, dtype=np.uint64)
-    valid = np.zeros(n, dtype=bool)
-    width: int | None = None
-    for index, value in enumerate(values.tolist()):
-        if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-            continue
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must hold hex strings; got {describe(value)} in row {index}.")
-        text = value.strip().lower()
-        if text == "":
-            continue
-        if width is None:
-            width = len(text)
-            if width > 16:
-                raise ValueError(
-                    f"{name} must hold hashes of at most 64 bits (16 hex characters); "
-                    f"got {width} characters in row {index}."
-                )
-        elif len(text) != width:
-            raise ValueError(
-                f"hashes must be the same length; got {width} and {len(text)} hex characters "
-                f"(row {index} of {name})."
-            )
-        try:
-            parsed[index] = int(text, 16)
-        except ValueError:
-            raise ValueError(
-                f"{name} must hold hex strings; got {value!r} in row {index}."
-            ) from None
-        valid[index] = True
-    return parsed, valid
+    items = values.to_numpy(dtype=object)
+    present: NDArray[np.bool_] = ~np.asarray(pd.isna(items), dtype=bool)
+    rows = np.flatnonzero(present)
+    strings = items[rows] if rows.size < n else items
+    listed = strings.tolist()
+    if rows.size == 0:
+        return parsed, present
+    try:
+        fast = _parse_uniform_hex(listed)
+    except TypeError:  # something other than a string
+        for index, item in zip(rows.tolist(), listed, strict=True):
+            if type(item) is not str:
+                raise TypeError(
+                    f"{name} must hold hex strings; got {describe(item)} in row {index}."
+                ) from None
+        raise
+    if fast is not None:  # the usual case: clean hex strings of one width
+        parsed[rows] = fast
+        return parsed, present
+    text = strings.astype(str)
+    if _has_whitespace(text):
+        text = np.char.strip(text)
+    lengths = np.char.str_len(text)
+    blank = lengths == 0
+    if blank.any():
+        present[rows[blank]] = False
+        rows, text, lengths = rows[~blank], text[~blank], lengths[~blank]
+        if rows.size == 0:
+            return parsed, present
+    width = int(lengths[0])
+    if width > 16:
+        raise ValueError(
+            f"{name} must hold hashes of at most 64 bits (16 hex characters); "
+            f"got {width} characters in row {int(rows[0])}."
+        )
+    odd = np.flatnonzero(lengths != width)
+    if odd.size:
+        raise ValueError(
+            f"hashes must be the same length; got {width} and {int(lengths[odd[0]])} hex "
+            f"characters (row {int(rows[odd[0]])} of {name})."
+        )
+    codes = text.astype(f"U{width}").view(np.uint32).reshape(rows.size, width)
+    nibbles = _HEX_NIBBLES[np.minimum(codes, 255)]
+    bad = np.flatnonzero((nibbles == 255).any(axis=1))
+    if bad.size:
+        index = int(rows[bad[0]])
+        raise ValueError(f"{name} must hold hex strings; got {items[index]!r} in row {index}.")
+    parsed[rows] = _combine_nibbles(nibbles)
+    return parsed, present
+
+
+def _parse_uniform_hex(listed: list[str]) -> NDArray[np.uint64] | None:
+    """Parse strings that are all hex digits of one width <= 16; None if they are not.
+
+    The strings are joined with a newline after each, so that when (and only
+    when) they all have the same width the text is a matrix whose last column
+    is all newlines; any other newline, or any non-hex character, sends the
+    column to the general path.
+    """
+    n, width = len(listed), len(listed[0])
+    text = "\n".join(listed) + "\n"
+    if not 0 < width <= 16 or len(text) != n * (width + 1) or not text.isascii():
+        return None
+    codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8).reshape(n, width + 1)
+    if not (codes[:, width] == ord("\n")).all():
+        return None
+    nibbles = np.take(_HEX_NIBBLES, codes[:, :width])
+    if (nibbles == 255).any():
+        return None
+    return _combine_nibbles(nibbles)
+
+
+def _combine_nibbles(nibbles: NDArray[np.uint8]) -> NDArray[np.uint64]:
+    """Rows of up to 16 nibbles (most significant first) as uint64 values."""
+    n, width = nibbles.shape
+    padded = np.zeros((n, 16), dtype=np.uint8)
+    padded[:, 16 - width :] = nibbles
+    octets = np.ascontiguousarray((padded[:, 0::2] << 4) | padded[:, 1::2])
+    return octets.view(">u8").ravel().astype(np.uint64)
+
+
+def _has_whitespace(text: NDArray[np.str_]) -> bool:
+    codes = text.view(np.uint32)
+    return bool(np.isin(codes, [9, 10, 11, 12, 13, 32]).any())
 
 
 def hash_values_from_frame(
@@ -263,69 +328,6 @@ def hash_values_from_frame(
             f"hash_df must have a {column!r} column; got columns {list(hash_df.columns)}."
         )
     return _parse_hex_column(hash_df[column], column)
-
-
-def _shared_code_edges(
-    codes: NDArray[np.int64], eligible: NDArray[np.bool_]
-) -> Iterator[NDArray[np.int64]]:
-    """Yield edges chaining together eligible rows that share a code (codes < 0 never link)."""
-    codes = np.where(eligible, codes, -1)
-    rows = np.flatnonzero(codes >= 0)
-    if rows.size < 2:
-        return
-    order = rows[np.argsort(codes[rows], kind="stable")]
-    same = codes[order[1:]] == codes[order[:-1]]
-    if same.any():
-        yield np.stack([order[:-1][same], order[1:][same]], axis=1).astype(np.int64)
-
-
-def _exact_key_edges(
-    keys: Sequence[Any], eligible: NDArray[np.bool_]
-) -> Iterator[NDArray[np.int64]]:
-    """Yield edges chaining together eligible rows that share a (non-missing) key."""
-    codes, _ = pd.factorize(pd.Series(list(keys), dtype=object), use_na_sentinel=True)
-    yield from _shared_code_edges(codes.astype(np.int64), eligible)
-
-
-def fuzzy_edges(
-    values: NDArray[np.uint64],
-    threshold: int,
-    linkable: NDArray[np.bool_],
-    *,
-    second: NDArray[np.uint64] | None = None,
-    second_threshold: int | None = None,
-    owner: NDArray[np.int64] | None = None,
-    limits: NDArray[np.int64] | None = None,
-) -> Iterator[NDArray[np.int64]]:
-    """Yield row pairs whose hashes lie within ``threshold`` among ``linkable`` rows.
-
-    With ``second`` given, a pair must also lie within ``second_threshold`` on
-    that second hash (both hashes agreeing).
-
-    ``owner`` makes ``values`` (and ``second``) *entries*: several hashes per
-    row (its orientations, for dihedral matching), entry ``k`` belonging to row
-    ``owner[k]``; two rows link when any entry of one is within reach of any
-    entry of the other. ``limits`` gives each row its own largest distance: a
-    pair links when within the smaller of its two rows' limits, on both hashes
-    (``threshold`` must then be at least the largest limit).
-    """
-    entry_rows = owner if owner is not None else np.arange(len(values), dtype=np.int64)
-    entries = np.flatnonzero(linkable[entry_rows])
-    if entries.size < 2:
-        return
-    for chunk in iter_pairs_within(values[entries], threshold):
-        pairs = entries[chunk]
-        rows = entry_rows[pairs]
-        keep = rows[:, 0] != rows[:, 1]
-        if limits is not None:
-            limit = np.minimum(limits[rows[:, 0]], limits[rows[:, 1]])
-            keep &= popcount64(values[pairs[:, 0]] ^ values[pairs[:, 1]]) <= limit
-            if second is not None:
-                keep &= popcount64(second[pairs[:, 0]] ^ second[pairs[:, 1]]) <= limit
-        elif second is not None and second_threshold is not None:
-            keep &= popcount64(second[pairs[:, 0]] ^ second[pairs[:, 1]]) <= second_threshold
-        if keep.any():
-            yield rows[keep]
 
 
 def find_duplicate_groups(hash_df: pd.DataFrame, threshold: int = 5) -> pd.DataFrame:
@@ -369,92 +371,13 @@ def find_duplicate_groups(hash_df: pd.DataFrame, threshold: int = 5) -> pd.DataF
         raise TypeError(f"hash_df must be a pandas DataFrame; got {type(hash_df).__name__}.")
     threshold = check_int("threshold", threshold, 0, 64)
     values, valid = hash_values_from_frame(hash_df)
-    labels = group_labels_for_frame(hash_df, values, valid, threshold)
+    low = None
+    if "low_information" in hash_df.columns:
+        low = hash_df["low_information"].fillna(False).to_numpy(dtype=bool)
+    key_column = "digest" if "digest" in hash_df.columns else "hash"
+    labels = link_labels(
+        values, valid, threshold, low_information=low, exact_keys=hash_df[key_column].to_numpy()
+    )
     out: pd.DataFrame = hash_df.copy()
     out["group_id"] = labels
     return out
-
-
-def group_labels_for_frame(
-    hash_df: pd.DataFrame,
-    values: NDArray[np.uint64],
-    valid: NDArray[np.bool_],
-    threshold: int,
-    *,
-    second: NDArray[np.uint64] | None = None,
-    second_threshold: int | None = None,
-    orientations: tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint64] | None]
-    | None = None,
-    limits: NDArray[np.int64] | None = None,
-) -> NDArray[np.int64]:
-    """Group labels for a hash table, honouring ``low_information`` rows.
-
-    ``orientations`` is ``(owner, values, second)`` of the rows' orientation
-    entries (dihedral matching, see :class:`~leakaudit.hashing.OrientationHashes`),
-    searched instead of ``values``/``second``; ``limits`` are per-row
-    thresholds (see :func:`fuzzy_edges`).
-    """
-    n = len(hash_df)
-    if "low_information" in hash_df.columns:
-        low = hash_df["low_information"].fillna(False).to_numpy(dtype=bool)
-    else:
-        low = np.zeros(n, dtype=bool)
-    low = low & valid
-    linkable = valid & ~low
-
-    def edges() -> Iterator[NDArray[np.int64]]:
-        if orientations is not None or limits is not None:
-            owner, entry_values, entry_second = (
-                orientations if orientations is not None else (None, values, second)
-            )
-            yield from fuzzy_edges(
-                entry_values,
-                threshold,
-                linkable,
-                second=entry_second,
-                second_threshold=second_threshold,
-                owner=owner,
-                limits=limits,
-            )
-        elif second is None:
-            # One hash: the grouping engine merges identical hashes directly and lets the
-            # search skip buckets already joined, far cheaper than streaming every pair.
-            fuzzy = group_labels_within(values, threshold, valid=valid, linkable=linkable)
-            yield from _shared_code_edges(fuzzy, linkable)
-        else:
-            yield from fuzzy_edges(
-                values, threshold, linkable, second=second, second_threshold=second_threshold
-            )
-        if low.any():
-            key_column = "digest" if "digest" in hash_df.columns else "hash"
-            # Exact copies of a blank image are still copies; two different
-            # blank images are not evidence of anything.
-            yield from _exact_key_edges(hash_df[key_column].tolist(), low)
-
-    return connected_component_labels(n, edges())
-
-
-def merge_group_labels(
-    labels: NDArray[np.int64], extra_edges: Iterable[NDArray[np.int64]]
-) -> NDArray[np.int64]:
-    """Join groups linked by ``extra_edges`` (pairs of rows) to the groups in ``labels``.
-
-    Used by the embedding stage: its pairs are unioned with the hash groups,
-    transitively. The result is compact and numbered in order of first
-    appearance, like :func:`find_duplicate_groups`'s ``group_id``.
-
-    Examples
-    --------
-    >>> merge_group_labels(np.array([0, 0, 1, 2]), [np.array([[1, 3]])]).tolist()
-    [0, 0, 1, 0]
-    """
-    codes = np.asarray(labels, dtype=np.int64)
-
-    def edges() -> Iterator[NDArray[np.int64]]:
-        yield from _shared_code_edges(codes, np.ones(len(codes), dtype=bool))
-        for chunk in extra_edges:
-            pairs = np.asarray(chunk, dtype=np.int64).reshape(-1, 2)
-            if pairs.size:
-                yield pairs
-
-    return connected_component_labels(len(codes), edges())

@@ -10,21 +10,26 @@ order of first appearance for free.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._validation import check_int, describe
-from leakaudit.search import as_hash_array, iter_linking_pairs
+from leakaudit.hashing import popcount64
+from leakaudit.search import as_hash_array, iter_linking_pairs, iter_pairs_within
 
 __all__ = [
     "GroupSpread",
     "connected_component_labels",
+    "fuzzy_edges",
     "group_labels_within",
     "group_spread",
+    "link_labels",
+    "merge_group_labels",
 ]
 
 # Edges are merged in batches of at least this many (or at least the number of nodes), so that the
@@ -251,6 +256,194 @@ def group_labels_within(
     outside = np.flatnonzero(~active)
     component[outside] = unique.size + np.arange(outside.size)
     return _first_appearance(component)
+
+
+def _shared_code_edges(
+    codes: NDArray[np.int64], eligible: NDArray[np.bool_]
+) -> Iterator[NDArray[np.int64]]:
+    """Yield edges chaining together eligible rows that share a code (codes < 0 never link)."""
+    codes = np.where(eligible, codes, -1)
+    rows = np.flatnonzero(codes >= 0)
+    if rows.size < 2:
+        return
+    order = rows[np.argsort(codes[rows], kind="stable")]
+    same = codes[order[1:]] == codes[order[:-1]]
+    if same.any():
+        yield np.stack([order[:-1][same], order[1:][same]], axis=1).astype(np.int64)
+
+
+def _exact_key_edges(
+    keys: Sequence[Any], eligible: NDArray[np.bool_]
+) -> Iterator[NDArray[np.int64]]:
+    """Yield edges chaining together eligible rows that share a (non-missing) key."""
+    codes, _ = pd.factorize(pd.Series(list(keys), dtype=object), use_na_sentinel=True)
+    yield from _shared_code_edges(codes.astype(np.int64), eligible)
+
+
+def fuzzy_edges(
+    values: NDArray[np.uint64],
+    threshold: int,
+    linkable: NDArray[np.bool_],
+    *,
+    second: NDArray[np.uint64] | None = None,
+    second_threshold: int | None = None,
+    owner: NDArray[np.int64] | None = None,
+    limits: NDArray[np.int64] | None = None,
+) -> Iterator[NDArray[np.int64]]:
+    """Yield row pairs whose hashes lie within ``threshold`` among ``linkable`` rows.
+
+    With ``second`` given, a pair must also lie within ``second_threshold`` on
+    that second hash (both hashes agreeing).
+
+    ``owner`` makes ``values`` (and ``second``) *entries*: several hashes per
+    row (its orientations, for dihedral matching), entry ``k`` belonging to row
+    ``owner[k]``; two rows link when any entry of one is within reach of any
+    entry of the other. ``limits`` gives each row its own largest distance: a
+    pair links when within the smaller of its two rows' limits, on both hashes
+    (``threshold`` must then be at least the largest limit).
+    """
+    entry_rows = owner if owner is not None else np.arange(len(values), dtype=np.int64)
+    entries = np.flatnonzero(linkable[entry_rows])
+    if entries.size < 2:
+        return
+    for chunk in iter_pairs_within(values[entries], threshold):
+        pairs = entries[chunk]
+        rows = entry_rows[pairs]
+        keep = rows[:, 0] != rows[:, 1]
+        if limits is not None:
+            limit = np.minimum(limits[rows[:, 0]], limits[rows[:, 1]])
+            keep &= popcount64(values[pairs[:, 0]] ^ values[pairs[:, 1]]) <= limit
+            if second is not None:
+                keep &= popcount64(second[pairs[:, 0]] ^ second[pairs[:, 1]]) <= limit
+        elif second is not None and second_threshold is not None:
+            keep &= popcount64(second[pairs[:, 0]] ^ second[pairs[:, 1]]) <= second_threshold
+        if keep.any():
+            yield rows[keep]
+
+
+def link_labels(
+    values: NDArray[np.uint64],
+    valid: NDArray[np.bool_],
+    threshold: int,
+    *,
+    low_information: NDArray[np.bool_] | None = None,
+    exact_keys: Sequence[Any] | NDArray[Any] | None = None,
+    second: NDArray[np.uint64] | None = None,
+    second_threshold: int | None = None,
+    orientations: tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint64] | None]
+    | None = None,
+    limits: NDArray[np.int64] | None = None,
+) -> NDArray[np.int64]:
+    """Group labels under the linking policy, from arrays: the one linking engine.
+
+    Two valid rows link when their hashes are within ``threshold`` bits (and,
+    with ``second``, within ``second_threshold`` on that second hash too);
+    groups are the transitive closure. Low-information rows link only to
+    low-information rows with an equal ``exact_keys`` value (their byte
+    digest), never by distance.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of uint64
+        One hash per row.
+    valid : numpy.ndarray of bool
+        Rows with a hash; the others are singletons.
+    threshold : int
+        Largest distance that links (at least the largest of ``limits``).
+    low_information : numpy.ndarray of bool, optional
+        Rows whose hash carries no meaning (blank, near-flat).
+    exact_keys : array-like, optional
+        The exact-copy key of each row (missing values never link); default
+        ``values``.
+    second, second_threshold
+        A second hash both must agree on (``"phash+dhash"``).
+    orientations : tuple, optional
+        ``(owner, values, second)`` of the rows' orientation entries
+        (dihedral matching, :class:`~leakaudit.hashing.OrientationHashes`),
+        searched instead of ``values``/``second``.
+    limits : numpy.ndarray of int, optional
+        Per-row thresholds: a pair links within the smaller of its two rows'.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Compact group ids, numbered in order of first appearance.
+
+    Examples
+    --------
+    >>> values = np.array([0, 1, 0xFF, 0xFF], dtype=np.uint64)
+    >>> link_labels(values, np.ones(4, dtype=bool), 2).tolist()
+    [0, 0, 1, 1]
+    >>> low = np.array([False, False, True, True])
+    >>> link_labels(values, np.ones(4, dtype=bool), 2, low_information=low,
+    ...             exact_keys=["d1", "d1", "d2", "d3"]).tolist()
+    [0, 0, 1, 2]
+    """
+    n = len(values)
+    valid = np.asarray(valid, dtype=bool)
+    low = (
+        np.zeros(n, dtype=bool)
+        if low_information is None
+        else np.asarray(low_information, dtype=bool) & valid
+    )
+    linkable = valid & ~low
+
+    def edges() -> Iterator[NDArray[np.int64]]:
+        if orientations is not None or limits is not None:
+            owner, entry_values, entry_second = (
+                orientations if orientations is not None else (None, values, second)
+            )
+            yield from fuzzy_edges(
+                entry_values,
+                threshold,
+                linkable,
+                second=entry_second,
+                second_threshold=second_threshold,
+                owner=owner,
+                limits=limits,
+            )
+        elif second is None:
+            # One hash: the grouping engine merges identical hashes directly and lets the
+            # search skip buckets already joined, far cheaper than streaming every pair.
+            fuzzy = group_labels_within(values, threshold, valid=valid, linkable=linkable)
+            yield from _shared_code_edges(fuzzy, linkable)
+        else:
+            yield from fuzzy_edges(
+                values, threshold, linkable, second=second, second_threshold=second_threshold
+            )
+        if low.any():
+            # Exact copies of a blank image are still copies; two different
+            # blank images are not evidence of anything.
+            keys = values if exact_keys is None else exact_keys
+            yield from _exact_key_edges(keys, low)
+
+    return connected_component_labels(n, edges())
+
+
+def merge_group_labels(
+    labels: NDArray[np.int64], extra_edges: Iterable[NDArray[np.int64]]
+) -> NDArray[np.int64]:
+    """Join groups linked by ``extra_edges`` (pairs of rows) to the groups in ``labels``.
+
+    Used by the embedding stage: its pairs are unioned with the hash groups,
+    transitively. The result is compact and numbered in order of first
+    appearance, like :func:`find_duplicate_groups`'s ``group_id``.
+
+    Examples
+    --------
+    >>> merge_group_labels(np.array([0, 0, 1, 2]), [np.array([[1, 3]])]).tolist()
+    [0, 0, 1, 0]
+    """
+    codes = np.asarray(labels, dtype=np.int64)
+
+    def edges() -> Iterator[NDArray[np.int64]]:
+        yield from _shared_code_edges(codes, np.ones(len(codes), dtype=bool))
+        for chunk in extra_edges:
+            pairs = np.asarray(chunk, dtype=np.int64).reshape(-1, 2)
+            if pairs.size:
+                yield pairs
+
+    return connected_component_labels(len(codes), edges())
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from leakaudit import audit_splits
 from leakaudit.audit import ThresholdRuleWarning, row_thresholds
 from leakaudit.cli import main
 from leakaudit.export import pair_table
-from leakaudit.frames import fuzzy_edges
+from leakaudit.grouping import fuzzy_edges
 from leakaudit.hashing import (
     OrientationHashes,
     _hashes_from_thumbnails,

@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from leakaudit import UnreadableImageWarning, compute_hashes, find_duplicate_groups
@@ -155,3 +157,29 @@ def test_compute_hashes_bad_arguments(tmp_path: Path) -> None:
         compute_hashes(["a.png"], method="ahash")
     with pytest.raises(TypeError, match="Wrap it in a list"):
         compute_hashes("a.png")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 16).flatmap(
+        lambda width: st.lists(
+            st.one_of(
+                st.none(),
+                st.just(""),
+                st.text("0123456789abcdefABCDEF", min_size=width, max_size=width).map(
+                    lambda text: text if len(text) % 3 else f" {text}\t"
+                ),
+            ),
+            max_size=40,
+        )
+    )
+)
+def test_hex_parse_matches_int_per_row(values: list[str | None]) -> None:
+    """The vectorised parse of a hash column agrees with int(text, 16) row by row."""
+    from leakaudit.frames import hash_values_from_frame
+
+    parsed, valid = hash_values_from_frame(pd.DataFrame({"hash": pd.Series(values, dtype=object)}))
+    for value, number, ok in zip(values, parsed.tolist(), valid.tolist(), strict=True):
+        text = (value or "").strip()
+        assert ok == bool(text)
+        assert number == (int(text, 16) if text else 0)
