@@ -27,14 +27,9 @@ import pandas as pd
 
 from leakaudit._validation import describe
 from leakaudit.adapters._common import check_dihedral
-from leakaudit.audit import (
-    DEFAULT_METHOD,
-    ThresholdSpec,
-    audit_splits,
-    find_split_folders,
-    resolve_threshold,
-)
+from leakaudit.audit import audit_splits, find_split_folders
 from leakaudit.errors import LeakageError
+from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport
 
 __all__ = ["assert_no_leakage", "check_leakage", "leaked_counts"]
@@ -194,7 +189,7 @@ def assert_no_leakage(
         Largest Hamming distance counted as a near-duplicate (the method's
         default when None), or rules per split name or path pattern such as
         ``{"test": 4, "screenshots/*": 2, "*": 8}`` (see
-        :func:`leakaudit.audit.row_thresholds`). Passed to the audit function.
+        :func:`leakaudit.policy.row_thresholds`). Passed to the audit function.
     dihedral : bool, default False
         Also count mirrored, flipped and rotated (90, 180, 270 degrees) copies
         as leaks. Passed to the audit function.

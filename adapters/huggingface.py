@@ -42,17 +42,12 @@ from leakaudit.adapters._common import (
     destination_rows,
     moves_table,
 )
-from leakaudit.audit import (
-    DEFAULT_METHOD,
-    ThresholdSpec,
-    audit_hash_table,
-    decode_parameters,
-    resolve_threshold,
-)
+from leakaudit.audit import audit_hash_table, decode_parameters
 from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
+from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport
 
 if TYPE_CHECKING:
@@ -513,7 +508,7 @@ def audit_dataset_dict(
     threshold : int or mapping of str to int, optional
         As in :func:`leakaudit.audit.audit_splits`: an int, or rules per split
         name or path pattern (``{"test": 4, "*": 8}``, see
-        :func:`leakaudit.audit.row_thresholds`); patterns match the ``path``
+        :func:`leakaudit.policy.row_thresholds`); patterns match the ``path``
         column (the stored path, or ``"split[index]"``). With a mapping,
         ``report.table`` has a ``threshold`` column.
     num_proc : int, optional

@@ -57,19 +57,13 @@ from leakaudit.adapters._common import (
     destination_rows,
     moves_table,
 )
-from leakaudit.audit import (
-    DEFAULT_METHOD,
-    IMAGE_EXTENSIONS,
-    ThresholdSpec,
-    audit_hash_table,
-    decode_parameters,
-    resolve_threshold,
-)
+from leakaudit.audit import IMAGE_EXTENSIONS, audit_hash_table, decode_parameters
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import SplitPlan, clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
 from leakaudit.loading import DecodeOptions
+from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport
 
 if TYPE_CHECKING:
@@ -575,7 +569,7 @@ def audit_datasets(
     threshold : int or mapping of str to int, optional
         As in :func:`leakaudit.audit.audit_splits`: an int, or rules per split
         name or path pattern (``{"test": 4, "screenshots/*": 2, "*": 8}``, see
-        :func:`leakaudit.audit.row_thresholds`); patterns match the ``samples``
+        :func:`leakaudit.policy.row_thresholds`); patterns match the ``samples``
         paths, or ``"split[index]"`` for images hashed through ``__getitem__``.
         With a mapping, ``report.table`` has a ``threshold`` column.
     transform_override : callable, None or KEEP_TRANSFORM, default KEEP_TRANSFORM

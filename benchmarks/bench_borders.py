@@ -1,7 +1,7 @@
 """Borders, padding, letterboxing and small crops: what ``DecodeOptions.trim_borders`` buys.
 
 Three questions, measured on crops of real photographs (:mod:`photos`), at the default
-method and threshold (pHash <= 8 and dHash <= 8, ``leakaudit.audit.DEFAULT_THRESHOLDS``):
+method and threshold (pHash <= 8 and dHash <= 8, ``leakaudit.policy.DEFAULT_THRESHOLDS``):
 
 1. **Padded copies.** Every base photo (500x375 JPEG) gets planted copies placed on a larger
    canvas with uniform bars: letterboxed to a square, pillarboxed to 16:9, padded on all four
@@ -54,7 +54,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_quality import POOL_MAX_IOU, box_iou, build_pool
 from photos import build_photo_corpus
 
-from leakaudit.audit import DEFAULT_THRESHOLDS
 from leakaudit.hashing import _hash_reduced, hash_sources
 from leakaudit.loading import (
     TRIM_RINGING_LINES,
@@ -65,6 +64,7 @@ from leakaudit.loading import (
     grey_from_bytes,
     trim_box,
 )
+from leakaudit.policy import DEFAULT_THRESHOLDS
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE / "_data"

@@ -12,9 +12,6 @@ DataFrames; :func:`audit_splits` does everything in one call.
 from __future__ import annotations
 
 from leakaudit.audit import (
-    DEFAULT_METHOD,
-    DEFAULT_THRESHOLDS,
-    ThresholdRuleWarning,
     audit_hash_table,
     audit_sources,
     audit_splits,
@@ -26,6 +23,7 @@ from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
 from leakaudit.frames import compute_hashes, find_duplicate_groups
 from leakaudit.hashing import UnreadableImageWarning, hamming_distance
 from leakaudit.loading import DecodeOptions
+from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
 from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
 
 __version__ = "0.1.0"

@@ -36,9 +36,10 @@ from PIL import Image, ImageEnhance, ImageOps
 
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_choice, check_int, describe
-from leakaudit.audit import AUDIT_METHODS, DEFAULT_THRESHOLDS, list_image_files
+from leakaudit.audit import list_image_files
 from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_sources, popcount64
 from leakaudit.loading import DecodeOptions
+from leakaudit.policy import AUDIT_METHODS, DEFAULT_THRESHOLDS
 
 __all__ = [
     "MIN_CALIBRATION_IMAGES",

@@ -25,16 +25,17 @@ import numpy as np
 
 from leakaudit import __version__
 from leakaudit._text import printable
-from leakaudit.audit import (
-    AUDIT_METHODS,
-    DEFAULT_METHOD,
-    DEFAULT_THRESHOLDS,
-    audit_splits,
-    find_split_folders,
-)
+from leakaudit.audit import audit_splits, find_split_folders
 from leakaudit.cleaning import CLEAN_POLICIES
 from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
-from leakaudit.policy import DEFAULT_PRIORITY, SPLIT_ALIASES, match_priority
+from leakaudit.policy import (
+    AUDIT_METHODS,
+    DEFAULT_METHOD,
+    DEFAULT_PRIORITY,
+    DEFAULT_THRESHOLDS,
+    SPLIT_ALIASES,
+    match_priority,
+)
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 

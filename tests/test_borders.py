@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from leakaudit.audit import DEFAULT_THRESHOLDS, audit_splits
+from leakaudit.audit import audit_splits
 from leakaudit.cache import hash_context
 from leakaudit.hashing import hash_image
 from leakaudit.loading import (
@@ -21,6 +21,7 @@ from leakaudit.loading import (
     load_reduced_grey,
     trim_box,
 )
+from leakaudit.policy import DEFAULT_THRESHOLDS
 
 TRIM = DecodeOptions(trim_borders=True)
 THRESHOLD = DEFAULT_THRESHOLDS["phash+dhash"]

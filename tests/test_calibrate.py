@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from leakaudit.audit import AUDIT_METHODS
 from leakaudit.calibrate import TRANSFORMS, CalibrationResult, calibrate_threshold
 from leakaudit.cli import main
 from leakaudit.demo import photo_like_image
 from leakaudit.hashing import UnreadableImageWarning
+from leakaudit.policy import AUDIT_METHODS
 
 N_PHOTOS = 30
 

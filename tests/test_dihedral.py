@@ -15,7 +15,6 @@ from imagegen import encode, photo_like
 from PIL import Image
 
 from leakaudit import audit_splits
-from leakaudit.audit import ThresholdRuleWarning, row_thresholds
 from leakaudit.cli import main
 from leakaudit.export import pair_table
 from leakaudit.grouping import fuzzy_edges
@@ -29,6 +28,7 @@ from leakaudit.hashing import (
     popcount64,
 )
 from leakaudit.loading import DecodeOptions, grey_from_pil
+from leakaudit.policy import ThresholdRuleWarning, row_thresholds
 
 T = Image.Transpose
 TURNS = {
