@@ -866,6 +866,7 @@ def leak_free_random_split(
     use_samples: bool | None = None,
     num_workers: int = 0,
     dihedral: bool = False,
+    cache: CacheSpec = True,
 ) -> LeakFreeSplit:
     """A drop-in for ``torch.utils.data.random_split`` that never splits a duplicate group.
 
@@ -890,7 +891,7 @@ def leak_free_random_split(
         Keep each label's share equal across splits (labels from ``samples`` or
         the second element of each item; a group counts under its most common
         label).
-    method, workers, progress, on_error, decode
+    method, workers, progress, on_error, decode, cache
         As in :func:`audit_datasets`.
     threshold : int or mapping of str to int, optional
         As in :func:`audit_datasets`. The one split is named ``"dataset"``, so
@@ -936,6 +937,7 @@ def leak_free_random_split(
         use_samples=use_samples,
         num_workers=num_workers,
         dihedral=dihedral,
+        cache=cache,
     )
     report = _report_from(hashed, options, method, threshold, dihedral=dihedral)
     assert report.table is not None

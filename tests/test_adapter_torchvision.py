@@ -467,6 +467,20 @@ def test_leak_free_random_split_keeps_groups_whole(tmp_path: Path) -> None:
     assert parts.report.n_within_split_groups == 3
 
 
+def test_leak_free_random_split_takes_the_cache_switch(tmp_path: Path) -> None:
+    """The same ``cache`` switch as every entry point that hashes files."""
+    full = _all_in_one(tmp_path / "data")
+    folder = tmp_path / "cache"
+    first = leak_free_random_split(
+        full, [0.5, 0.5], torch.Generator().manual_seed(0), workers=1, cache=folder
+    )
+    assert any(folder.glob("*.sqlite3"))
+    again = leak_free_random_split(
+        full, [0.5, 0.5], torch.Generator().manual_seed(0), workers=1, cache=False
+    )
+    assert again[0].indices == first[0].indices
+
+
 def test_leak_free_random_split_integer_lengths_and_stratify(tmp_path: Path) -> None:
     full = _all_in_one(tmp_path)  # classes test/train/val, 6/10/6 images
     parts = leak_free_random_split(
