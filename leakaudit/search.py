@@ -917,212 +917,275 @@ def _band_pairs(
     components: Components | None,
     sorted_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-    mask = plan.band_masks[index]
-    radius = plan.radii[index]
-    width = bin(mask).count("1")
-    n = unique.size
-    order, sorted_keys = sorted_band.result() if sorted_band else _sort_band(unique, mask)
-    boundary = np.empty(n, dtype=np.bool_)
-    boundary[0] = True
-    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
-    starts = np.flatnonzero(boundary)
-    bucket_keys = sorted_keys[starts]
-    del sorted_keys, boundary
-    counts = np.diff(np.append(starts, n))
-    # Hashes in bucket order: candidates are then contiguous runs, read sequentially.
-    sorted_hashes = unique[order]
-    # When grouping, repeats are harmless, so the first-band filter is skipped.
-    earlier = [] if components else [(plan.band_masks[k], plan.radii[k]) for k in range(index)]
-    seen_version = -1
-    # Per bucket: the component all its members already share, or -1 (grouping mode only).
-    bucket_component = np.full(starts.size, -1, dtype=np.int64)
+    """Pairs within ``t`` that band ``index`` of ``plan`` finds (see :class:`_BandSearch`)."""
+    search = _BandSearch(unique, t, plan, index, components, sorted_band)
+    yield from search.within_buckets()
+    if search.radius == 0:
+        return
+    if search.width > _DIRECT_TABLE_MAX_BITS:
+        yield from search.wide_band_pairs()
+        return
+    search.build_table()
+    yield from search.small_bucket_pairs()
+    yield from search.large_bucket_pairs()
 
-    def refresh() -> None:
-        nonlocal seen_version, bucket_component
-        if components is None or components.version == seen_version:
+
+class _BandSearch:
+    """One band of the multi-index search, over hashes sorted by their band key.
+
+    Hashes sharing a band key form a bucket (a contiguous run in band order). A
+    pair within ``t`` whose band keys differ in at most ``radius`` bits is found
+    either inside one bucket or between two buckets whose keys differ by a flip
+    mask of 1..radius bits. Each stage below is one of those searches:
+    :meth:`within_buckets`, then either :meth:`wide_band_pairs` (keys found
+    through a prefix table) or, for narrow bands, a direct-address table probed
+    member by member for small buckets (:meth:`small_bucket_pairs`) and bucket
+    by bucket for large ones (:meth:`large_bucket_pairs`).
+
+    In grouping mode (``components`` given) repeats are harmless, so pairs
+    already in one component are skipped instead of filtered by earlier bands.
+    """
+
+    def __init__(
+        self,
+        unique: NDArray[np.uint64],
+        t: int,
+        plan: SearchPlan,
+        index: int,
+        components: Components | None,
+        sorted_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None,
+    ) -> None:
+        mask = plan.band_masks[index]
+        self.t = t
+        self.radius = plan.radii[index]
+        self.width = bin(mask).count("1")
+        self.components = components
+        n = unique.size
+        order, sorted_keys = sorted_band.result() if sorted_band else _sort_band(unique, mask)
+        boundary = np.empty(n, dtype=np.bool_)
+        boundary[0] = True
+        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
+        self.order = order
+        self.starts = np.flatnonzero(boundary)
+        bucket_keys = sorted_keys[self.starts]
+        del sorted_keys, boundary
+        self.counts = np.diff(np.append(self.starts, n))
+        # Hashes in bucket order: candidates are then contiguous runs, read sequentially.
+        self.sorted_hashes = unique[order]
+        # When grouping, repeats are harmless, so the first-band filter is skipped.
+        self.earlier = (
+            [] if components else [(plan.band_masks[k], plan.radii[k]) for k in range(index)]
+        )
+        self.seen_version = -1
+        # Per bucket: the component all its members already share, or -1 (grouping mode).
+        self.bucket_component = np.full(self.starts.size, -1, dtype=np.int64)
+        self.key_dtype: type[np.unsignedinteger[Any]] = np.uint32 if self.width <= 32 else np.uint64
+        self.compact_keys = bucket_keys.astype(self.key_dtype)
+        self.first_hash = self.sorted_hashes[self.starts]  # verifies single-member buckets
+
+    def refresh(self) -> None:
+        """Update which buckets already sit wholly in one component (grouping mode)."""
+        components = self.components
+        if components is None or components.version == self.seen_version:
             return
-        seen_version = components.version
-        roots = components.roots()[order]
-        low = np.minimum.reduceat(roots, starts)
-        bucket_component = np.where(low == np.maximum.reduceat(roots, starts), low, -1)
+        self.seen_version = components.version
+        roots = components.roots()[self.order]
+        low = np.minimum.reduceat(roots, self.starts)
+        self.bucket_component = np.where(low == np.maximum.reduceat(roots, self.starts), low, -1)
 
     def emit(
-        p: NDArray[np.int64], q: NDArray[np.int64]
+        self, p: NDArray[np.int64], q: NDArray[np.int64]
     ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-        if earlier:
+        """Yield verified pairs (positions in band order) as rows of ``unique``."""
+        if self.earlier:
             # A pair is emitted by the first band within its radius only, so that the bands,
             # which overlap in what they find, together emit each pair once.
-            diff = sorted_hashes[p] ^ sorted_hashes[q]
+            diff = self.sorted_hashes[p] ^ self.sorted_hashes[q]
             first = np.ones(p.size, dtype=np.bool_)
-            for other_mask, other_radius in earlier:
+            for other_mask, other_radius in self.earlier:
                 first &= np.bitwise_count(diff & np.uint64(other_mask)) > other_radius
             p, q = p[first], q[first]
-        if components is not None and p.size:
-            yield from _apart(components, order[p], order[q])
+        if self.components is not None and p.size:
+            yield from _apart(self.components, self.order[p], self.order[q])
         elif p.size:
-            yield order[p], order[q]
+            yield self.order[p], self.order[q]
 
-    # Pairs inside a bucket (band distance 0): each position with the rest of its bucket.
-    shared = np.flatnonzero(counts > 1)
-    if shared.size:
-        refresh()
-        if components is not None:
-            shared = shared[bucket_component[shared] < 0]
-    if shared.size:
-        positions = _concat_ranges(starts[shared], counts[shared])
-        later = np.repeat(starts[shared] + counts[shared], counts[shared]) - positions - 1
-        for p, q in _range_pairs(sorted_hashes, positions, positions + 1, later, t):
-            yield from emit(p, q)
-        del positions, later
-    del shared
-    if radius == 0:
-        return
+    def ranges(
+        self,
+        left: NDArray[np.int64],
+        right_start: NDArray[np.int64],
+        right_count: NDArray[np.int64],
+    ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        """Each ``left`` position against a run of positions, verified and emitted."""
+        for p, q in _range_pairs(self.sorted_hashes, left, right_start, right_count, self.t):
+            yield from self.emit(p, q)
 
-    # Pairs of buckets whose keys differ by a flip mask of 1..radius bits.
-    bucket_count = bucket_keys.size
-    key_dtype = np.uint32 if width <= 32 else np.uint64
-    first_hash = sorted_hashes[starts]  # single-member buckets are verified from this
-    compact_keys = bucket_keys.astype(key_dtype)
-    del bucket_keys
+    def within_buckets(self) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        """Pairs inside a bucket (band distance 0): each position with the rest of its bucket."""
+        shared = np.flatnonzero(self.counts > 1)
+        if shared.size:
+            self.refresh()
+            if self.components is not None:
+                shared = shared[self.bucket_component[shared] < 0]
+        if shared.size:
+            starts, counts = self.starts[shared], self.counts[shared]
+            positions = _concat_ranges(starts, counts)
+            later = np.repeat(starts + counts, counts) - positions - 1
+            yield from self.ranges(positions, positions + 1, later)
 
     def bucket_pairs(
-        bucket_a: NDArray[np.int64], bucket_b: NDArray[np.int64]
+        self, bucket_a: NDArray[np.int64], bucket_b: NDArray[np.int64]
     ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-        if components is not None:
-            refresh()
-            component_a = bucket_component[bucket_a]
-            apart = (component_a < 0) | (component_a != bucket_component[bucket_b])
+        """Every member of each bucket ``a`` against every member of its bucket ``b``."""
+        if self.components is not None:
+            self.refresh()
+            component_a = self.bucket_component[bucket_a]
+            apart = (component_a < 0) | (component_a != self.bucket_component[bucket_b])
             if not apart.all():
                 bucket_a, bucket_b = bucket_a[apart], bucket_b[apart]
             if bucket_a.size == 0:
                 return
-        count_a = counts[bucket_a]
-        count_b = counts[bucket_b]
+        count_a = self.counts[bucket_a]
+        count_b = self.counts[bucket_b]
         single = (count_a == 1) & (count_b == 1)
         if single.any():
             sa, sb = bucket_a[single], bucket_b[single]
-            close = np.flatnonzero(np.bitwise_count(first_hash[sa] ^ first_hash[sb]) <= t)
+            close = np.flatnonzero(
+                np.bitwise_count(self.first_hash[sa] ^ self.first_hash[sb]) <= self.t
+            )
             if close.size:
-                yield from emit(starts[sa[close]], starts[sb[close]])
+                yield from self.emit(self.starts[sa[close]], self.starts[sb[close]])
             if single.all():
                 return
             many = ~single
             bucket_a, bucket_b = bucket_a[many], bucket_b[many]
             count_a, count_b = count_a[many], count_b[many]
         # Each member of bucket a against the whole (contiguous) bucket b.
-        left = _concat_ranges(starts[bucket_a], count_a)
-        for p, q in _range_pairs(
-            sorted_hashes,
-            left,
-            np.repeat(starts[bucket_b], count_a),
-            np.repeat(count_b, count_a),
-            t,
-        ):
-            yield from emit(p, q)
+        left = _concat_ranges(self.starts[bucket_a], count_a)
+        yield from self.ranges(
+            left, np.repeat(self.starts[bucket_b], count_a), np.repeat(count_b, count_a)
+        )
 
-    flips_by_top = _flip_masks_by_top_bit(width, radius)
-    if width > _DIRECT_TABLE_MAX_BITS:
-        # Wide bands: bucket keys are found through a table of key prefixes (see _bucket_finder).
-        lookup = _bucket_finder(compact_keys, width)
-        for top, flips in enumerate(flips_by_top):
+    def wide_band_pairs(self) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        """Wide bands: bucket keys are found through a table of key prefixes."""
+        key_dtype, keys = self.key_dtype, self.compact_keys
+        lookup = _bucket_finder(keys, self.width)
+        for top, flips in enumerate(_flip_masks_by_top_bit(self.width, self.radius)):
             # Probe only from buckets whose key has the mask's top bit clear: the partner then
             # has it set, so each unordered pair of buckets is met once.
-            probe = np.flatnonzero((compact_keys >> key_dtype(top)) & key_dtype(1) == 0)
-            probe_keys = compact_keys[probe]
+            probe = np.flatnonzero((keys >> key_dtype(top)) & key_dtype(1) == 0)
+            probe_keys = keys[probe]
             for flip in flips.astype(key_dtype).tolist() if probe.size else []:
                 partner = lookup(probe_keys ^ key_dtype(flip))
                 hit = np.flatnonzero(partner >= 0)
                 if hit.size:
-                    yield from bucket_pairs(probe[hit], partner[hit])
-        return
+                    yield from self.bucket_pairs(probe[hit], partner[hit])
 
-    # Narrow bands: a direct-address table from key to bucket, written -1 for an empty slot,
-    # the bucket for a small bucket (at most _PER_MEMBER_MAX members) and -2 - bucket for a
-    # larger one.
-    small = counts <= _PER_MEMBER_MAX
-    table = np.full(1 << width, -1, dtype=np.int32 if bucket_count < 2**30 else np.int64)
-    code = np.arange(bucket_count, dtype=table.dtype)
-    table[compact_keys] = np.where(small, code, -2 - code)
-    del code
-    is_single = counts == 1
+    def build_table(self) -> None:
+        """Narrow bands: a direct-address table from key to bucket.
 
-    # Members of small buckets (nearly all hashes of uniform data) probe one by one for small
-    # partner buckets, from keys with the mask's top bit clear, so each pair is met once. A
-    # single-member partner is verified at once; a small one is expanded. Masks sharing a top
-    # bit are probed together, a block of (hashes x masks) keys per numpy call.
-    small_bucket = np.flatnonzero(small)
-    member_bucket = np.repeat(small_bucket, counts[small_bucket])
-    members = _concat_ranges(starts[small_bucket], counts[small_bucket])
-    member_keys = compact_keys[member_bucket]
-    del small_bucket
-    member_hashes = sorted_hashes[members]
+        Written -1 for an empty slot, the bucket for a small bucket (at most
+        ``_PER_MEMBER_MAX`` members) and -2 - bucket for a larger one.
+        """
+        bucket_count = self.starts.size
+        self.small = self.counts <= _PER_MEMBER_MAX
+        dtype = np.int32 if bucket_count < 2**30 else np.int64
+        self.table = np.full(1 << self.width, -1, dtype=dtype)
+        code = np.arange(bucket_count, dtype=dtype)
+        self.table[self.compact_keys] = np.where(self.small, code, -2 - code)
 
-    def probe_block(
-        chosen: NDArray[np.int64], masks: NDArray[np.unsignedinteger]
-    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
-        """Probe members ``chosen`` with ``masks``: close single partners, then small ones."""
-        query = member_keys[chosen][:, None] ^ masks[None, :]
-        partner = table[query.reshape(-1)]
-        del query
-        hit = np.flatnonzero(partner >= 0)
-        found = partner[hit].astype(np.int64)
-        del partner
-        row = chosen[hit // masks.size]
-        del hit
-        one = is_single[found]
-        close = one & (np.bitwise_count(member_hashes[row] ^ first_hash[found]) <= t)
-        return row[close], found[close], row[~one], found[~one]
+    def small_bucket_pairs(self) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        """Members of small buckets probe one by one for small partner buckets.
 
-    def blocks() -> Iterator[tuple[NDArray[np.int64], NDArray[np.unsignedinteger]]]:
-        for top, flips in enumerate(flips_by_top):
-            chosen = np.flatnonzero((member_keys >> key_dtype(top)) & key_dtype(1) == 0)
-            masks = np.sort(flips).astype(key_dtype)
-            step = max(1, _PROBE_ELEMENTS // masks.size)
-            for k0 in range(0, chosen.size, step):
-                yield chosen[k0 : k0 + step], masks
+        Nearly all hashes of uniform data are here. Probes go from keys with the
+        mask's top bit clear, so each pair is met once. A single-member partner
+        is verified at once; a small one is expanded. Masks sharing a top bit
+        are probed together, a block of (hashes x masks) keys per numpy call.
+        """
+        key_dtype, table, t = self.key_dtype, self.table, self.t
+        is_single = self.counts == 1
+        small_bucket = np.flatnonzero(self.small)
+        member_bucket = np.repeat(small_bucket, self.counts[small_bucket])
+        members = _concat_ranges(self.starts[small_bucket], self.counts[small_bucket])
+        member_keys = self.compact_keys[member_bucket]
+        member_hashes = self.sorted_hashes[members]
+        first_hash = self.first_hash
 
-    for row, found, row_small, found_small in _map_ordered(probe_block, blocks()):
-        if components is not None:  # skip pairs already in one group
-            refresh()
-            own = bucket_component[member_bucket[row]]
-            apart = (own < 0) | (own != bucket_component[found])
-            row, found = row[apart], found[apart]
-            own = bucket_component[member_bucket[row_small]]
-            apart = (own < 0) | (own != bucket_component[found_small])
-            row_small, found_small = row_small[apart], found_small[apart]
-        if row.size:
-            yield from emit(members[row], starts[found])
-        if row_small.size:
-            for p, q in _range_pairs(
-                sorted_hashes, members[row_small], starts[found_small], counts[found_small], t
-            ):
-                yield from emit(p, q)
+        def probe_block(
+            chosen: NDArray[np.int64], masks: NDArray[np.unsignedinteger]
+        ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+            """Probe members ``chosen`` with ``masks``: close single partners, then small ones."""
+            query = member_keys[chosen][:, None] ^ masks[None, :]
+            partner = table[query.reshape(-1)]
+            del query
+            hit = np.flatnonzero(partner >= 0)
+            found = partner[hit].astype(np.int64)
+            del partner
+            row = chosen[hit // masks.size]
+            del hit
+            one = is_single[found]
+            close = one & (np.bitwise_count(member_hashes[row] ^ first_hash[found]) <= t)
+            return row[close], found[close], row[~one], found[~one]
 
-    # Larger buckets probe every mask in both directions (small buckets skip them as partners);
-    # a larger partner is kept from the lower-numbered side only. Their pairs go through
-    # bucket_pairs, which expands them, or skips them when grouping and both buckets already
-    # share a group.
-    large = np.flatnonzero(~small)
-    if large.size == 0:
-        return
-    flips_all = np.concatenate(flips_by_top).astype(key_dtype)
-    large_keys = compact_keys[large]
-    step = max(1, _PROBE_ELEMENTS // large.size)
-    for f0 in range(0, flips_all.size, step):
-        query = large_keys[None, :] ^ flips_all[f0 : f0 + step, None]
-        partner = table[query.reshape(-1)]
-        del query
-        hit = np.flatnonzero(partner != -1)
-        if hit.size == 0:
-            continue
-        found = partner[hit].astype(np.int64)
-        column = hit % large.size
-        del partner, hit
-        larger = found < 0
-        found[larger] = -2 - found[larger]
-        keep = ~larger | (found > large[column])
-        if keep.any():
-            yield from bucket_pairs(large[column[keep]], found[keep])
+        def blocks() -> Iterator[tuple[NDArray[np.int64], NDArray[np.unsignedinteger]]]:
+            for top, flips in enumerate(_flip_masks_by_top_bit(self.width, self.radius)):
+                chosen = np.flatnonzero((member_keys >> key_dtype(top)) & key_dtype(1) == 0)
+                masks = np.sort(flips).astype(key_dtype)
+                step = max(1, _PROBE_ELEMENTS // masks.size)
+                for k0 in range(0, chosen.size, step):
+                    yield chosen[k0 : k0 + step], masks
+
+        for row, found, row_small, found_small in _map_ordered(probe_block, blocks()):
+            if self.components is not None:  # skip pairs already in one group
+                self.refresh()
+                row, found = self._apart_buckets(member_bucket[row], row, found)
+                row_small, found_small = self._apart_buckets(
+                    member_bucket[row_small], row_small, found_small
+                )
+            if row.size:
+                yield from self.emit(members[row], self.starts[found])
+            if row_small.size:
+                yield from self.ranges(
+                    members[row_small], self.starts[found_small], self.counts[found_small]
+                )
+
+    def _apart_buckets(
+        self, own_bucket: NDArray[np.int64], row: NDArray[np.int64], found: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        own = self.bucket_component[own_bucket]
+        apart = (own < 0) | (own != self.bucket_component[found])
+        return row[apart], found[apart]
+
+    def large_bucket_pairs(self) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        """Larger buckets probe every mask in both directions.
+
+        Small buckets skip them as partners; a larger partner is kept from the
+        lower-numbered side only. Their pairs go through :meth:`bucket_pairs`,
+        which expands them, or skips them when grouping and both buckets
+        already share a group.
+        """
+        large = np.flatnonzero(~self.small)
+        if large.size == 0:
+            return
+        flips = _flip_masks_by_top_bit(self.width, self.radius)
+        flips_all = np.concatenate(flips).astype(self.key_dtype)
+        large_keys = self.compact_keys[large]
+        step = max(1, _PROBE_ELEMENTS // large.size)
+        for f0 in range(0, flips_all.size, step):
+            query = large_keys[None, :] ^ flips_all[f0 : f0 + step, None]
+            partner = self.table[query.reshape(-1)]
+            del query
+            hit = np.flatnonzero(partner != -1)
+            if hit.size == 0:
+                continue
+            found = partner[hit].astype(np.int64)
+            column = hit % large.size
+            del partner, hit
+            larger = found < 0
+            found[larger] = -2 - found[larger]
+            keep = ~larger | (found > large[column])
+            if keep.any():
+                yield from self.bucket_pairs(large[column[keep]], found[keep])
 
 
 # --------------------------------------------------------------------------------------------------
