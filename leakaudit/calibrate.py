@@ -500,6 +500,155 @@ def _recommend(
     return threshold, text + "."
 
 
+def _check_options(
+    methods: Sequence[str],
+    thresholds: Iterable[int],
+    max_false_pairs_per_million: float,
+    decode: DecodeOptions | None,
+) -> tuple[list[str], list[int], float, DecodeOptions]:
+    """Validate :func:`calibrate_threshold`'s options (one wording with the rest)."""
+    if isinstance(methods, str):
+        methods = [methods]
+    chosen = [check_choice("methods", m, AUDIT_METHODS) for m in methods]
+    if not chosen:
+        raise ValueError("methods must name at least one method; got an empty sequence.")
+    levels = sorted({check_int("thresholds", t, 0, 64) for t in thresholds})
+    if not levels:
+        raise ValueError("thresholds must hold at least one int in [0, 64]; got none.")
+    budget = max_false_pairs_per_million
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
+        raise ValueError(
+            f"max_false_pairs_per_million must be a number >= 0; got {describe(budget)}."
+        )
+    options = decode if decode is not None else DecodeOptions()
+    if not isinstance(options, DecodeOptions):
+        raise TypeError(f"decode must be a DecodeOptions; got {describe(decode)}.")
+    return list(dict.fromkeys(chosen)), levels, float(budget), options
+
+
+def _warn_unreadable(unreadable: dict[str, str]) -> None:
+    if not unreadable:
+        return
+    listed = "; ".join(f"{p} ({why})" for p, why in list(unreadable.items())[:10])
+    more = len(unreadable) - 10
+    warnings.warn(
+        f"{len(unreadable)} sampled image(s) could not be read and were skipped: "
+        + listed
+        + (f"; and {more} more" if more > 0 else "")
+        + ".",
+        UnreadableImageWarning,
+        stacklevel=3,
+    )
+
+
+@dataclass
+class _PlantedCopies:
+    """Distances from every planted copy to its original, per method."""
+
+    distance: dict[str, NDArray[np.int64]]
+    expected: NDArray[np.bool_]
+    names: NDArray[Any]
+    frame: pd.DataFrame
+
+
+def _planted_copies(
+    sample: _Sample,
+    seed: int,
+    options: DecodeOptions,
+    workers: int | None,
+    progress: bool | None,
+) -> _PlantedCopies:
+    """Make the known copies of each sample image, encoded as files, and hash them."""
+    n = len(sample.paths)
+    copies: list[bytes] = []
+    origin: list[int] = []
+    kinds: list[CopyTransform] = []
+    bar = Progress(
+        n, label="making copies", enabled=progress_enabled(progress, n * len(TRANSFORMS))
+    )
+    for index, image in enumerate(sample.images):
+        for position, transform in enumerate(TRANSFORMS):
+            rng = np.random.default_rng([seed, index, position])
+            copies.append(_encode(transform.apply(image, rng), transform))
+            origin.append(index)
+            kinds.append(transform)
+        bar.update()
+    bar.close()
+    sample.images.clear()
+    hashed = hash_sources(
+        copies, options=options, workers=workers, progress=progress, on_error="ignore"
+    )
+    source = np.array(origin, dtype=np.int64)
+    usable = hashed.valid & ~hashed.low_information  # an audit links neither by hash
+    copy_phash = popcount64(hashed.phash ^ sample.phash[source]).astype(np.int64)
+    copy_dhash = popcount64(hashed.dhash ^ sample.dhash[source]).astype(np.int64)
+    copy_phash[~usable] = _NO_MATCH
+    copy_dhash[~usable] = _NO_MATCH
+    distance = {
+        "phash": copy_phash,
+        "dhash": copy_dhash,
+        "phash+dhash": np.maximum(copy_phash, copy_dhash),
+    }
+    expected = np.array([t.expected for t in kinds], dtype=bool)
+    names = np.array([t.name for t in kinds], dtype=object)
+    frame = pd.DataFrame(
+        {
+            "original": [sample.paths[i] for i in origin],
+            "transform": names,
+            "expected": expected,
+            "phash": copy_phash,
+            "dhash": copy_dhash,
+            "phash+dhash": distance["phash+dhash"],
+        }
+    )
+    return _PlantedCopies(distance, expected, names, frame)
+
+
+def _method_rows(
+    method: str,
+    copies: _PlantedCopies,
+    histogram: NDArray[np.int64],
+    levels: list[int],
+    n_pairs: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The threshold table's rows and the per-transformation rows of one method."""
+    distance, expected, names = copies.distance[method], copies.expected, copies.names
+    cumulative = np.cumsum(histogram)
+    rows: list[dict[str, Any]] = []
+    per_transform: list[dict[str, Any]] = []
+    for t in levels:
+        hit = distance <= t
+        false_pairs = int(cumulative[t])
+        found = int(hit.sum())
+        flagged = found + false_pairs
+        rows.append(
+            {
+                "method": method,
+                "threshold": t,
+                "true_pairs_found": found,
+                "false_pairs": false_pairs,
+                "precision": found / flagged if flagged else 1.0,
+                "recall": float(hit[expected].mean()) if expected.any() else math.nan,
+                "recall_all": float(hit.mean()),
+                "false_pairs_per_million": 1e6 * false_pairs / n_pairs if n_pairs else 0.0,
+            }
+        )
+        for transform in TRANSFORMS:
+            mine = names == transform.name
+            per_transform.append(
+                {
+                    "method": method,
+                    "threshold": t,
+                    "transform": transform.name,
+                    "expected": transform.expected,
+                    "copies": int(mine.sum()),
+                    "found": int(hit[mine].sum()),
+                    "recall": float(hit[mine].mean()) if mine.any() else math.nan,
+                }
+            )
+    return rows, per_transform
+
+
 def calibrate_threshold(
     paths_or_folder: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
@@ -578,37 +727,12 @@ def calibrate_threshold(
     """
     sample_size = check_int("sample_size", sample_size, MIN_CALIBRATION_IMAGES)
     seed = check_int("seed", seed, 0)
-    if isinstance(methods, str):
-        methods = [methods]
-    chosen_methods = [check_choice("methods", m, AUDIT_METHODS) for m in methods]
-    if not chosen_methods:
-        raise ValueError("methods must name at least one method; got an empty sequence.")
-    chosen_methods = list(dict.fromkeys(chosen_methods))
-    levels = sorted({check_int("thresholds", t, 0, 64) for t in thresholds})
-    if not levels:
-        raise ValueError("thresholds must hold at least one int in [0, 64]; got none.")
-    budget = max_false_pairs_per_million
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget >= 0:
-        raise ValueError(
-            f"max_false_pairs_per_million must be a number >= 0; got {describe(budget)}."
-        )
-    options = decode if decode is not None else DecodeOptions()
-    if not isinstance(options, DecodeOptions):
-        raise TypeError(f"decode must be a DecodeOptions; got {describe(decode)}.")
-
+    chosen_methods, levels, budget, options = _check_options(
+        methods, thresholds, max_false_pairs_per_million, decode
+    )
     paths = _image_paths(paths_or_folder)
     sample = _draw_sample(paths, sample_size, seed, options, workers, progress)
-    if sample.unreadable:
-        listed = "; ".join(f"{p} ({why})" for p, why in list(sample.unreadable.items())[:10])
-        more = len(sample.unreadable) - 10
-        warnings.warn(
-            f"{len(sample.unreadable)} sampled image(s) could not be read and were skipped: "
-            + listed
-            + (f"; and {more} more" if more > 0 else "")
-            + ".",
-            UnreadableImageWarning,
-            stacklevel=2,
-        )
+    _warn_unreadable(sample.unreadable)
     n = len(sample.paths)
     if n < MIN_CALIBRATION_IMAGES:
         raise ValueError(
@@ -616,50 +740,7 @@ def calibrate_threshold(
             f"found {n} among {len(paths)} image file(s) ({len(sample.unreadable)} unreadable, "
             f"{sample.n_blank} blank)."
         )
-
-    # Planted copies, encoded as files and hashed like any audited file.
-    copies: list[bytes] = []
-    origin: list[int] = []
-    kinds: list[CopyTransform] = []
-    bar = Progress(
-        n, label="making copies", enabled=progress_enabled(progress, n * len(TRANSFORMS))
-    )
-    for index, image in enumerate(sample.images):
-        for position, transform in enumerate(TRANSFORMS):
-            rng = np.random.default_rng([seed, index, position])
-            copies.append(_encode(transform.apply(image, rng), transform))
-            origin.append(index)
-            kinds.append(transform)
-        bar.update()
-    bar.close()
-    sample.images.clear()
-    hashed = hash_sources(
-        copies, options=options, workers=workers, progress=progress, on_error="ignore"
-    )
-    source = np.array(origin, dtype=np.int64)
-    usable = hashed.valid & ~hashed.low_information  # an audit links neither by hash
-    copy_phash = popcount64(hashed.phash ^ sample.phash[source]).astype(np.int64)
-    copy_dhash = popcount64(hashed.dhash ^ sample.dhash[source]).astype(np.int64)
-    copy_phash[~usable] = _NO_MATCH
-    copy_dhash[~usable] = _NO_MATCH
-    copy_distance = {
-        "phash": copy_phash,
-        "dhash": copy_dhash,
-        "phash+dhash": np.maximum(copy_phash, copy_dhash),
-    }
-    expected = np.array([t.expected for t in kinds], dtype=bool)
-    names = np.array([t.name for t in kinds], dtype=object)
-    copy_frame = pd.DataFrame(
-        {
-            "original": [sample.paths[i] for i in origin],
-            "transform": names,
-            "expected": expected,
-            "phash": copy_phash,
-            "dhash": copy_dhash,
-            "phash+dhash": copy_distance["phash+dhash"],
-        }
-    )
-
+    copies = _planted_copies(sample, seed, options, workers, progress)
     histograms, likely = _unrelated_histograms(sample.phash, sample.dhash)
     n_pairs = int(histograms["phash"].sum())
 
@@ -669,45 +750,15 @@ def calibrate_threshold(
     recommended: dict[str, int] = {}
     reasons: list[str] = []
     for method in chosen_methods:
-        distance = copy_distance[method]
-        cumulative = np.cumsum(histograms[method])
-        for t in levels:
-            hit = distance <= t
-            false_pairs = int(cumulative[t])
-            found = int(hit.sum())
-            flagged = found + false_pairs
-            table_rows.append(
-                {
-                    "method": method,
-                    "threshold": t,
-                    "true_pairs_found": found,
-                    "false_pairs": false_pairs,
-                    "precision": found / flagged if flagged else 1.0,
-                    "recall": float(hit[expected].mean()) if expected.any() else math.nan,
-                    "recall_all": float(hit.mean()),
-                    "false_pairs_per_million": 1e6 * false_pairs / n_pairs if n_pairs else 0.0,
-                }
-            )
-            for transform in TRANSFORMS:
-                mine = names == transform.name
-                transform_rows.append(
-                    {
-                        "method": method,
-                        "threshold": t,
-                        "transform": transform.name,
-                        "expected": transform.expected,
-                        "copies": int(mine.sum()),
-                        "found": int(hit[mine].sum()),
-                        "recall": float(hit[mine].mean()) if mine.any() else math.nan,
-                    }
-                )
+        rows, per_transform = _method_rows(method, copies, histograms[method], levels, n_pairs)
+        table_rows.extend(rows)
+        transform_rows.extend(per_transform)
         row: dict[str, Any] = {"method": method, "pairs": n_pairs}
         row["min"] = _nearest_rank(histograms[method], 0.0)
         for label, fraction in _PERCENTILES:
             row[label] = _nearest_rank(histograms[method], fraction)
         unrelated_rows.append(row)
-        method_rows = pd.DataFrame([r for r in table_rows if r["method"] == method])
-        threshold, reason = _recommend(method, method_rows, float(budget), n_pairs, row["min"])
+        threshold, reason = _recommend(method, pd.DataFrame(rows), budget, n_pairs, row["min"])
         recommended[method] = threshold
         reasons.append(reason)
 
@@ -723,7 +774,7 @@ def calibrate_threshold(
         unrelated_distances=pd.DataFrame(unrelated_rows).astype(
             {k: "Int64" for k in ("min", *(label for label, _ in _PERCENTILES))}
         ),
-        copy_distances=copy_frame,
+        copy_distances=copies.frame,
         recommended=recommended,
         explanation="\n".join(reasons),
         sample=list(sample.paths),
@@ -731,5 +782,5 @@ def calibrate_threshold(
         n_blank=sample.n_blank,
         likely_duplicates=[(sample.paths[i], sample.paths[j]) for i, j in likely],
         n_files=len(paths),
-        max_false_pairs_per_million=float(budget),
+        max_false_pairs_per_million=budget,
     )
