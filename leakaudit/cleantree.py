@@ -311,111 +311,108 @@ def plan_tree(
         never displaces one), then the other entries in walk order.
     """
     top = os.fspath(root)
-    root_real = os.path.realpath(top)
-    folder_of = dict(split_folders)
-    split_of_folder = {folder: split for split, folder in folder_of.items()}
     walked = list(entries)
-    kinds = {entry.relative: entry for entry in walked}
     taken: set[str] = set(reserved)
-    planned: dict[str, PlannedEntry] = {}
+    images = _plan_images(top, cleaned, split_folders, taken)
+    planned = {item.old_path: item for item in images}
+    split_of_folder = {folder: split for split, folder in split_folders.items()}
+    for entry in walked:
+        if entry.relative not in planned:
+            planned[entry.relative] = _plan_other(entry, split_of_folder, taken)
+    # Links last: they point at wherever their target ended up.
+    kinds = {entry.relative: entry.kind for entry in walked}
+    for old, item in list(planned.items()):
+        if kinds.get(old) == "link" and item.new_path:
+            planned[old] = _plan_link(item, top, planned, kinds, taken)
+    image_paths = {item.old_path for item in images}
+    return [planned[item.old_path] for item in images] + [
+        planned[entry.relative]
+        for entry in walked
+        if entry.relative in planned and entry.relative not in image_paths
+    ]
 
-    def relative_of(path: str) -> str:
-        return os.path.relpath(path, top).replace(os.sep, "/")
 
+def _plan_images(
+    top: str, cleaned: pd.DataFrame, split_folders: Mapping[str, str], taken: set[str]
+) -> list[PlannedEntry]:
+    """The audited images' entries; those that stay claim their names first."""
     errors = cleaned["error"] if "error" in cleaned.columns else None
     dropped = cleaned["dropped"] if "dropped" in cleaned.columns else None
-    # Images that stay claim their names first, so a moved file never displaces one.
+    planned: dict[str, PlannedEntry] = {}
     order = sorted(range(len(cleaned)), key=lambda i: bool(cleaned["reassigned"].iat[i]))
     for i in order:
-        old = relative_of(str(cleaned["path"].iat[i]))
+        old = os.path.relpath(str(cleaned["path"].iat[i]), top).replace(os.sep, "/")
         if old in planned:
             continue  # listed twice: the first listing wins (audit_splits warns)
         error = errors.iat[i] if errors is not None else None
         note = f"unreadable image ({error}); copied as it is" if isinstance(error, str) else ""
         old_split = str(cleaned["original_split"].iat[i])
-        new_split = str(cleaned["split"].iat[i])
-        moved = bool(cleaned["reassigned"].iat[i])
         group = cleaned["group_id"].iat[i]
         group = None if pd.isna(group) else int(group)
         if dropped is not None and bool(dropped.iat[i]):
             planned[old] = PlannedEntry(old, "", old_split, "", "dropped", group, note)
             continue
+        new_split = str(cleaned["split"].iat[i])
         within = old.split("/", 1)[1] if "/" in old else old
-        target = unique_name(f"{folder_of[new_split]}/{within}", old_split, taken)
+        target = unique_name(f"{split_folders[new_split]}/{within}", old_split, taken)
         taken.add(target)
-        action = "moved" if moved else "kept"
+        action = "moved" if bool(cleaned["reassigned"].iat[i]) else "kept"
         planned[old] = PlannedEntry(
             old, target, old_split, new_split, action, group, note, source=old
         )
+    return list(planned.values())
 
-    for entry in walked:
-        if entry.relative in planned:
-            continue
-        split = split_of_folder.get(entry.relative.split("/", 1)[0], "")
-        split = split if "/" in entry.relative else ""
-        if entry.kind == "unlistable":
-            reason = f"folder could not be listed: {entry.detail}"
-            planned[entry.relative] = PlannedEntry(
-                entry.relative, "", split, "", "skipped", reason=reason
-            )
-        elif entry.kind == "other":
-            reason = f"{entry.detail}; only regular files are copied"
-            planned[entry.relative] = PlannedEntry(
-                entry.relative, "", split, "", "skipped", reason=reason
-            )
-        else:
-            target = unique_name(entry.relative, split or "root", taken)
-            taken.add(target)
-            planned[entry.relative] = PlannedEntry(
-                entry.relative, target, split, split, "unaudited", source=entry.relative
-            )
 
-    # Links last: they point at wherever their target ended up.
-    for old, item in list(planned.items()):
-        entry = kinds.get(old)
-        if entry is None or entry.kind != "link" or not item.new_path:
-            continue
-        inside, reason = _resolve_inside(root_real, top, old)
-        if inside is None:
-            taken.discard(item.new_path)
-            planned[old] = replace(
-                item, new_path="", new_split="", action="skipped", reason=reason, source=None
-            )
-            continue
-        destination = planned.get(inside)
-        is_folder = os.path.isdir(os.path.join(top, inside))
-        left_out = destination is not None and not destination.new_path
-        if left_out and kinds.get(inside, TreeEntry("", "")).kind != "file":
-            taken.discard(item.new_path)
-            planned[old] = replace(
-                item,
-                new_path="",
-                new_split="",
-                action="skipped",
-                reason=f"points at {inside}, which is left out",
-                source=None,
-            )
-            continue
-        if not is_folder and (destination is None or not destination.new_path):
-            # The target is left out of NEW_ROOT: keep what the link showed, as a file.
-            planned[old] = replace(
-                item, source=inside, reason="link target left out; written as a copy of it"
-            )
-            continue
-        new_target = destination.new_path if destination is not None else inside
-        link = os.path.relpath(new_target or ".", os.path.dirname(item.new_path) or ".")
-        planned[old] = replace(
-            item,
-            link_to=link.replace(os.sep, "/"),
-            source=None,
-            reason="symbolic link inside ROOT; points at its target's new place",
+def _plan_other(
+    entry: TreeEntry, split_of_folder: Mapping[str, str], taken: set[str]
+) -> PlannedEntry:
+    """An entry the audit did not take: copied as it is, or skipped with the reason."""
+    split = split_of_folder.get(entry.relative.split("/", 1)[0], "")
+    split = split if "/" in entry.relative else ""
+    if entry.kind == "unlistable":
+        reason = f"folder could not be listed: {entry.detail}"
+        return PlannedEntry(entry.relative, "", split, "", "skipped", reason=reason)
+    if entry.kind == "other":
+        reason = f"{entry.detail}; only regular files are copied"
+        return PlannedEntry(entry.relative, "", split, "", "skipped", reason=reason)
+    target = unique_name(entry.relative, split or "root", taken)
+    taken.add(target)
+    return PlannedEntry(entry.relative, target, split, split, "unaudited", source=entry.relative)
+
+
+def _plan_link(
+    item: PlannedEntry,
+    top: str,
+    planned: Mapping[str, PlannedEntry],
+    kinds: Mapping[str, str],
+    taken: set[str],
+) -> PlannedEntry:
+    """A symbolic link: re-pointed at its target's new place, copied, or skipped."""
+
+    def skipped(reason: str) -> PlannedEntry:
+        taken.discard(item.new_path)
+        return replace(
+            item, new_path="", new_split="", action="skipped", reason=reason, source=None
         )
-    images: list[PlannedEntry] = []
-    for i in order:
-        item = planned.pop(relative_of(str(cleaned["path"].iat[i])), None)
-        if item is not None:
-            images.append(item)
-    return images + [planned[entry.relative] for entry in walked if entry.relative in planned]
+
+    inside, reason = _resolve_inside(os.path.realpath(top), top, item.old_path)
+    if inside is None:
+        return skipped(reason)
+    destination = planned.get(inside)
+    left_out = destination is None or not destination.new_path
+    if destination is not None and left_out and kinds.get(inside) != "file":
+        return skipped(f"points at {inside}, which is left out")
+    if left_out and not os.path.isdir(os.path.join(top, inside)):
+        # The target is left out of NEW_ROOT: keep what the link showed, as a file.
+        return replace(item, source=inside, reason="link target left out; written as a copy of it")
+    new_target = destination.new_path if destination is not None else inside
+    link = os.path.relpath(new_target or ".", os.path.dirname(item.new_path) or ".")
+    return replace(
+        item,
+        link_to=link.replace(os.sep, "/"),
+        source=None,
+        reason="symbolic link inside ROOT; points at its target's new place",
+    )
 
 
 # ------------------------------------------------------------------ target checks
