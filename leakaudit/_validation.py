@@ -6,6 +6,15 @@ import numbers
 from collections.abc import Collection
 from typing import Any
 
+__all__ = [
+    "check_bool",
+    "check_choice",
+    "check_int",
+    "check_workers",
+    "describe",
+    "usable_cpu_count",
+]
+
 
 def describe(value: Any) -> str:
     """Return a short repr of ``value`` for error messages."""

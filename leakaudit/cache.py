@@ -125,6 +125,7 @@ from leakaudit.loading import _DEFAULT_OPTIONS, DecodeOptions, ImageSource
 __all__ = [
     "CACHE_DIR_ENV",
     "HASH_VERSION",
+    "CacheSpec",
     "CacheWarning",
     "HashCache",
     "default_cache_dir",

@@ -54,7 +54,10 @@ __all__ = [
     "TreeEntry",
     "TreeWriteSummary",
     "check_tree_target",
+    "manifest_inside",
     "plan_tree",
+    "remove_stale_partials",
+    "unique_name",
     "walk_tree",
     "write_tree",
 ]

@@ -52,7 +52,13 @@ from numpy.typing import NDArray
 
 from leakaudit._validation import check_int
 
-__all__ = ["iter_pairs_within", "pairs_within", "pairs_within_brute_force"]
+__all__ = [
+    "as_hash_array",
+    "iter_linking_pairs",
+    "iter_pairs_within",
+    "pairs_within",
+    "pairs_within_brute_force",
+]
 
 _BITS = 64
 # Elements per block of the brute force and per candidate window: 4M uint64 = 32 MB, which keeps the
