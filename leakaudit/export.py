@@ -13,13 +13,22 @@ Four tables with stable column names (documented in the README, "Output columns"
 
 ``leak_matches`` is the leakcheck view the command line prints: each leaked
 image with its closest match in the reference split.
+
+:func:`write_csv_tables` and :func:`write_json` replace their files through
+:func:`~leakaudit.safe_io.atomic_open` (never writing through a link, never
+leaving a partial file); the CSV cells that a spreadsheet would run as a
+formula are quoted, and the JSON holds only valid Unicode (see their
+docstrings). The tables are built for all groups at once: a report of 100k
+images and 16k duplicate groups writes its CSV and JSON in about a second each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +36,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._text import printable
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.report import LeakageReport
+from leakaudit.safe_io import atomic_open
 
 __all__ = [
     "GROUP_COLUMNS",
@@ -266,6 +277,79 @@ def _ordered_groups(report: LeakageReport) -> list[Any]:
     return list(report.leaked_groups["group_id"].tolist())
 
 
+class _Members:
+    """The valid rows of the report's leaked groups, grouped in the report's group order.
+
+    ``rows`` holds table positions, one run per group (``start``/``count``,
+    indexed by the group's rank in ``report.leaked_groups``), each run in table
+    order: what a ``groupby(...).get_group`` per group gives, without a pandas
+    call per group.
+    """
+
+    def __init__(
+        self, report: LeakageReport, table: pd.DataFrame, valid: NDArray[np.bool_]
+    ) -> None:
+        self.ids = report.leaked_groups["group_id"].to_numpy()
+        rank = pd.Index(self.ids).get_indexer(table["group_id"].to_numpy())
+        rows = np.flatnonzero((rank >= 0) & valid)
+        self.rows: NDArray[np.int64] = rows[np.argsort(rank[rows], kind="stable")]
+        self.rank: NDArray[np.int64] = rank[self.rows].astype(np.int64)
+        self.count: NDArray[np.int64] = np.bincount(self.rank, minlength=len(self.ids))
+        self.start: NDArray[np.int64] = np.cumsum(self.count) - self.count
+
+    def group_rows(self, rank: int) -> NDArray[np.int64]:
+        start = int(self.start[rank])
+        return self.rows[start : start + int(self.count[rank])]
+
+
+def _all_pairs(
+    members: _Members, groups: NDArray[np.bool_]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every pair ``i < j`` within each chosen group, as positions in ``members.rows``.
+
+    In ``np.triu_indices`` order within a group, groups in rank order.
+    """
+    position = np.arange(len(members.rows))
+    size = members.count[members.rank]
+    local = position - members.start[members.rank]
+    partners = np.where(groups[members.rank], size - 1 - local, 0)
+    first = np.repeat(position, partners)
+    offset = np.arange(int(partners.sum())) - np.repeat(np.cumsum(partners) - partners, partners)
+    return first, first + 1 + offset
+
+
+def _big_group_pairs(
+    members: _Members,
+    rank: int,
+    distances: PairDistances,
+    threshold: int,
+    similar: _Similarities,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The pairs of a group over 200 members that are listed: those within the threshold.
+
+    Positions in ``members.rows``, in the order the search gives them.
+    """
+    rows = members.group_rows(rank)
+    if distances.entries is not None:
+        ii, jj = np.triu_indices(len(rows), k=1)
+        near = distances(rows[ii], rows[jj]) <= threshold
+        ii, jj = ii[near], jj[near]
+    else:
+        from leakaudit.search import pairs_within
+
+        found = pairs_within(distances.columns[0][rows], threshold)
+        ii, jj = found[:, 0], found[:, 1]
+        linked = similar.within(rows)
+        if len(linked):
+            # The embedding stage's pairs in a big group are listed too.
+            ii = np.concatenate([ii, linked[:, 0]]).astype(np.int64)
+            jj = np.concatenate([jj, linked[:, 1]]).astype(np.int64)
+            unique = np.unique(np.stack([ii, jj], axis=1), axis=0)
+            ii, jj = unique[:, 0], unique[:, 1]
+    start = int(members.start[rank])
+    return ii.astype(np.int64) + start, jj.astype(np.int64) + start
+
+
 def pair_table(report: LeakageReport) -> pd.DataFrame:
     """Return the cross-split pairs inside leaked groups, with their distance.
 
@@ -290,97 +374,157 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     """
     table = _require_table(report)
     distances = PairDistances(report, table)
-    columns, valid, threshold = distances.columns, distances.valid, distances.threshold
-    digests = (
-        table["digest"].astype(object).where(table["digest"].notna(), None).to_numpy()
-        if "digest" in table
-        else np.full(len(table), None, dtype=object)
-    )
+    if not len(report.leaked_groups):
+        return _empty(PAIR_COLUMNS)
+    threshold = distances.threshold
+    digests = _digest_codes(table)
     low = (
         table["low_information"].fillna(False).to_numpy(dtype=bool)
         if "low_information" in table
         else np.zeros(len(table), dtype=bool)
     )
-    similar = _embedding_similarities(report)
+    similar = _Similarities(report)
     split_rank = {str(s): r for r, s in enumerate(report.images_by_split.index)}
-    by_group, splits, paths = _member_index(table)
-    frames: list[pd.DataFrame] = []
-    for group_id in _ordered_groups(report):
-        rows = by_group.get_group(group_id).to_numpy()
-        rows = rows[valid[rows]]
-        if len(rows) <= _ALL_PAIRS_MAX_MEMBERS or threshold is None:
-            ii, jj = np.triu_indices(len(rows), k=1)
-        elif distances.entries is not None:
-            ii, jj = np.triu_indices(len(rows), k=1)
-            near = distances(rows[ii], rows[jj]) <= threshold
-            ii, jj = ii[near], jj[near]
-        else:
-            from leakaudit.search import pairs_within
-
-            found = pairs_within(columns[0][rows], threshold)
-            ii, jj = found[:, 0], found[:, 1]
-            member = set(rows.tolist())
-            linked = [p for p in similar if p[0] in member and p[1] in member]
-            if linked:
-                # The embedding stage's pairs in a big group are listed too.
-                position = {int(r): i for i, r in enumerate(rows)}
-                ii = np.concatenate([ii, [position[p[0]] for p in linked]]).astype(np.int64)
-                jj = np.concatenate([jj, [position[p[1]] for p in linked]]).astype(np.int64)
-                unique = np.unique(np.stack([ii, jj], axis=1), axis=0)
-                ii, jj = unique[:, 0], unique[:, 1]
-        a, b = rows[ii], rows[jj]
-        cross = splits[a] != splits[b]
-        a, b = a[cross], b[cross]
-        # Put the higher-ranked split (train before test) on the left.
-        rank_a = np.array([split_rank.get(str(s), len(split_rank)) for s in splits[a]], dtype=int)
-        rank_b = np.array([split_rank.get(str(s), len(split_rank)) for s in splits[b]], dtype=int)
-        swap = rank_b < rank_a
-        a, b = np.where(swap, b, a), np.where(swap, a, b)
-        plain = distances.plain(a, b)
-        distance = distances(a, b)
-        limit = distances.limit(a, b)
-        similarity = np.array(
-            [similar.get((min(x, y), max(x, y)), np.nan) for x, y in zip(a, b, strict=True)],
-            dtype=np.float64,
-        )
-        keep = np.ones(len(a), dtype=bool)
-        if len(rows) > _ALL_PAIRS_MAX_MEMBERS and limit is not None:
-            keep = (distance <= limit) | ~np.isnan(similarity)
-        part = pd.DataFrame(
-            {
-                "group_id": group_id,
-                "split_a": splits[a],
-                "path_a": paths[a],
-                "split_b": splits[b],
-                "path_b": paths[b],
-                "distance": distance,
-                "stage": _pair_stages(a, b, plain, distance, limit, digests, low, similarity),
-                "similarity": similarity,
-                "within_threshold": (
-                    distance <= limit if limit is not None else np.full(len(a), pd.NA, dtype=object)
-                ),
-            }
-        )[keep]
-        frames.append(part.sort_values("distance", kind="stable"))
-    if not frames:
-        return _empty(PAIR_COLUMNS)
-    pairs = pd.concat(frames, ignore_index=True)
-    pairs["distance"] = pairs["distance"].astype(int)
+    splits, paths = _splits_and_paths(table)
+    members = _Members(report, table, distances.valid)
+    # Groups over 200 members list only their pairs within the threshold (a search each); the
+    # others list all their pairs, made for all of them at once (a DataFrame per group cost
+    # seconds on 16k groups).
+    big = members.count > _ALL_PAIRS_MAX_MEMBERS
+    if threshold is None:
+        big[:] = False
+    found = [_all_pairs(members, ~big)]
+    if threshold is not None:
+        found += [
+            _big_group_pairs(members, rank, distances, threshold, similar)
+            for rank in np.flatnonzero(big).tolist()
+        ]
+    first = np.concatenate([pair[0] for pair in found])
+    second = np.concatenate([pair[1] for pair in found])
+    # Groups in the report's order, each group's pairs in the order they were found.
+    order = np.argsort(members.rank[first], kind="stable")
+    a, b = members.rows[first[order]], members.rows[second[order]]
+    pair_rank = members.rank[first[order]]
+    cross = splits[a] != splits[b]
+    a, b, pair_rank = a[cross], b[cross], pair_rank[cross]
+    # Put the higher-ranked split (train before test) on the left.
+    ranks = np.zeros(len(table), dtype=int)
+    ranks[members.rows] = [split_rank.get(str(s), len(split_rank)) for s in splits[members.rows]]
+    swap = ranks[b] < ranks[a]
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    plain = distances.plain(a, b)
+    distance = distances(a, b)
+    limit = distances.limit(a, b)
+    similarity = similar.lookup(a, b)
+    if limit is not None and big.any():
+        keep = ~big[pair_rank] | (distance <= limit) | ~np.isnan(similarity)
+        a, b, pair_rank = a[keep], b[keep], pair_rank[keep]
+        plain, distance, similarity = plain[keep], distance[keep], similarity[keep]
+        if isinstance(limit, np.ndarray):
+            limit = limit[keep]
+    stage = _pair_stages(a, b, plain, distance, limit, digests, low, similarity)
+    within = distance <= limit if limit is not None else np.full(len(a), pd.NA, dtype=object)
+    # Closest pairs first within a group; equal distances keep the order found.
+    by_distance = np.argsort(distance, kind="stable")
+    order = by_distance[np.argsort(pair_rank[by_distance], kind="stable")]
+    pairs = pd.DataFrame(
+        {
+            "group_id": members.ids[pair_rank[order]],
+            "split_a": _text_column(splits[a[order]]),
+            "path_a": _text_column(paths[a[order]]),
+            "split_b": _text_column(splits[b[order]]),
+            "path_b": _text_column(paths[b[order]]),
+            "distance": distance[order].astype(int),
+            "within_threshold": within[order],
+            "stage": stage[order],
+            "similarity": similarity[order],
+        }
+    )
     if threshold is not None:
         pairs["within_threshold"] = pairs["within_threshold"].astype(bool)
     result: pd.DataFrame = pairs[PAIR_COLUMNS]
     return result
 
 
-def _embedding_similarities(report: LeakageReport) -> dict[tuple[int, int], float]:
-    """``(row_a, row_b) -> cosine`` for the pairs the embedding stage linked (``row_a < row_b``)."""
-    pairs = getattr(report, "embedding_pairs", None)
-    if pairs is None or len(pairs) == 0:
-        return {}
-    low = np.minimum(pairs["row_a"].to_numpy(dtype=np.int64), pairs["row_b"].to_numpy(np.int64))
-    high = np.maximum(pairs["row_a"].to_numpy(dtype=np.int64), pairs["row_b"].to_numpy(np.int64))
-    values = pairs["similarity"].to_numpy(dtype=np.float64)
-    return {(int(x), int(y)): float(v) for x, y, v in zip(low, high, values, strict=True)}
+def _text_column(values: NDArray[Any]) -> pd.Series:
+    """``values`` as pandas infers them, or as objects where it cannot.
+
+    A pandas string column refuses the surrogate escapes of file names that are not UTF-8.
+    """
+    try:
+        inferred: pd.Series = pd.Series(values)
+    except (UnicodeEncodeError, ValueError):
+        inferred = pd.Series(values, dtype=object)
+    return inferred
+
+
+def _splits_and_paths(table: pd.DataFrame) -> tuple[NDArray[Any], NDArray[Any]]:
+    """Split per row, and path per row as str (object arrays)."""
+    splits = table["split"].astype(object).to_numpy()
+    # object, not str dtype: pandas 3 string columns reject undecodable (surrogate) file names
+    paths = (
+        np.array([str(p) for p in table["path"]], dtype=object)
+        if "path" in table
+        else pd.Series(np.arange(len(table))).astype(str).to_numpy(dtype=object)
+    )
+    return splits, paths
+
+
+def _digest_codes(table: pd.DataFrame) -> NDArray[np.int64]:
+    """One code per distinct ``digest`` (-1 where missing), so equal digests compare as ints."""
+    if "digest" not in table:
+        return np.full(len(table), -1, dtype=np.int64)
+    digests = table["digest"].astype(object).where(table["digest"].notna(), None)
+    codes, _ = pd.factorize(digests.to_numpy(), use_na_sentinel=True)
+    result: NDArray[np.int64] = codes.astype(np.int64)
+    return result
+
+
+class _Similarities:
+    """Cosines of the pairs the embedding stage linked, looked up by row pair.
+
+    Where the stage reports a pair twice, the last value counts (as in a dict
+    built from its pairs in order).
+    """
+
+    def __init__(self, report: LeakageReport) -> None:
+        self.scale = 0
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.values = np.zeros(0, dtype=np.float64)
+        pairs = getattr(report, "embedding_pairs", None)
+        if pairs is None or len(pairs) == 0:
+            return
+        row_a = pairs["row_a"].to_numpy(dtype=np.int64)
+        row_b = pairs["row_b"].to_numpy(dtype=np.int64)
+        low, high = np.minimum(row_a, row_b), np.maximum(row_a, row_b)
+        self.scale = int(high.max()) + 1
+        keys = low * self.scale + high
+        # np.unique gives each key's first place in the reversed list: its last in the stage's.
+        self.keys, last = np.unique(keys[::-1], return_index=True)
+        self.values = pairs["similarity"].to_numpy(dtype=np.float64)[::-1][last]
+
+    def lookup(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
+        """The similarity of each pair ``(a[k], b[k])``; NaN where the stage did not link it."""
+        result = np.full(len(a), np.nan, dtype=np.float64)
+        if not len(self.keys) or not len(a):
+            return result
+        low, high = np.minimum(a, b), np.maximum(a, b)
+        inside = np.flatnonzero(high < self.scale)
+        keys = low[inside] * self.scale + high[inside]
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = self.keys[at] == keys
+        result[inside[found]] = self.values[at[found]]
+        return result
+
+    def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The linked pairs with both rows among ``rows`` (ascending), as positions in ``rows``."""
+        if not len(self.keys):
+            return np.zeros((0, 2), dtype=np.int64)
+        low, high = self.keys // self.scale, self.keys % self.scale
+        inside = np.isin(low, rows) & np.isin(high, rows)
+        return np.stack(
+            [np.searchsorted(rows, low[inside]), np.searchsorted(rows, high[inside])], axis=1
+        ).astype(np.int64)
 
 
 def _pair_stages(
@@ -389,7 +533,7 @@ def _pair_stages(
     plain: NDArray[np.int64],
     distance: NDArray[np.int64],
     limit: NDArray[np.int64] | int | None,
-    digests: NDArray[Any],
+    digests: NDArray[np.int64],
     low: NDArray[np.bool_],
     similarity: NDArray[np.float64],
 ) -> NDArray[Any]:
@@ -402,11 +546,7 @@ def _pair_stages(
         linked = (distance <= limit) & hashable
         stage[linked] = "dihedral hash"
         stage[linked & (plain <= limit)] = "hash"
-    same_bytes = np.array(
-        [digests[x] is not None and digests[x] == digests[y] for x, y in zip(a, b, strict=True)],
-        dtype=bool,
-    )
-    stage[same_bytes] = "exact bytes"
+    stage[(digests[a] >= 0) & (digests[a] == digests[b])] = "exact bytes"
     return stage
 
 
@@ -423,10 +563,10 @@ def group_table(report: LeakageReport) -> pd.DataFrame:
     leaked = report.leaked_groups.copy()
     leaked.insert(1, "kind", "cross_split")
     sizes = table.groupby("group_id").size()
-    leaked_ids = _leaked_ids(report)
-    within_ids = [g for g in sizes.index[sizes > 1] if g not in leaked_ids]
+    multi = sizes.index[sizes.to_numpy() > 1]
+    within_ids = multi[~multi.isin(list(_leaked_ids(report)))]
     within = pd.DataFrame(columns=GROUP_COLUMNS)
-    if within_ids:
+    if len(within_ids):
         within = _within_split_groups(table, within_ids)
     parts = [frame for frame in (leaked, within) if len(frame)]
     if not parts:
@@ -436,31 +576,43 @@ def group_table(report: LeakageReport) -> pd.DataFrame:
     return result
 
 
-def _within_split_groups(table: pd.DataFrame, group_ids: list[Any]) -> pd.DataFrame:
+def _within_split_groups(table: pd.DataFrame, group_ids: pd.Index) -> pd.DataFrame:
     from leakaudit.grouping import group_spread
 
     subset = table[table["group_id"].isin(group_ids)]
-    rows = []
-    for group_id, part in subset.groupby("group_id", sort=False):
-        split = part["split"].dropna()
-        name = str(split.iloc[0]) if len(split) else ""
-        low = (
-            bool(part["low_information"].fillna(False).astype(bool).any())
-            if ("low_information" in part)
-            else False
-        )
-        rows.append(
-            {
-                "group_id": group_id,
-                "kind": "within_split",
-                "n_members": len(part),
-                "n_splits": 1 if name else 0,
-                "splits_involved": name,
-                "members_by_split": f"{name}:{len(split)}" if name else "",
-                "low_information": low,
-            }
-        )
-    groups = pd.DataFrame(rows)
+    # Per-group values by grouped reductions, groups in order of first appearance (a pandas
+    # call per group cost seconds on 10k groups).
+    keys = subset["group_id"].to_numpy()
+    split = subset["split"].groupby(keys, sort=False)
+    n_members = split.size()
+    first = split.first()  # the first split that is not missing
+    present = first.notna().to_numpy()
+    names = [str(name) if ok else "" for name, ok in zip(first.tolist(), present, strict=True)]
+    counts = split.count().to_numpy()
+    if "low_information" in subset:
+        flags = subset["low_information"].fillna(False).astype(bool)
+        low = flags.groupby(keys, sort=False).any().to_numpy(dtype=bool)
+    else:
+        low = np.zeros(len(n_members), dtype=bool)
+    groups = pd.DataFrame(
+        {
+            "group_id": n_members.index.to_numpy(),
+            "kind": "within_split",
+            "n_members": n_members.to_numpy(),
+            "n_splits": [1 if name else 0 for name in names],
+            "splits_involved": _text_column(np.array(names, dtype=object)),
+            "members_by_split": _text_column(
+                np.array(
+                    [
+                        f"{name}:{count}" if name else ""
+                        for name, count in zip(names, counts, strict=True)
+                    ],
+                    dtype=object,
+                )
+            ),
+            "low_information": low,
+        }
+    )
     spread: dict[Any, Any] = {}
     if "hash" in subset:
         values, valid = hash_values_from_frame(subset)
@@ -487,16 +639,21 @@ def split_table(report: LeakageReport) -> pd.DataFrame:
     """
     table = report.table
     leaked = report.leaked_images_by_split()
+    unreadable_rows = within_rows = None
+    if table is not None:
+        sizes = table.groupby("group_id").size()
+        multi = (table["group_id"].map(sizes) > 1).to_numpy(dtype=bool)
+        within_rows = multi & ~table["group_id"].isin(_leaked_ids(report)).to_numpy(dtype=bool)
+        if "error" in table:
+            unreadable_rows = table["error"].notna().to_numpy(dtype=bool)
     rows = []
-    sizes = table.groupby("group_id").size() if table is not None else None
     for split, count in report.images_by_split.items():
         unreadable = within = 0
-        if table is not None and sizes is not None:
-            in_split = table[table["split"] == split]
-            if "error" in table:
-                unreadable = int(in_split["error"].notna().sum())
-            candidates = in_split[in_split["group_id"].map(sizes) > 1]
-            within = int((~candidates["group_id"].isin(_leaked_ids(report))).sum())
+        if table is not None and within_rows is not None:
+            in_split = (table["split"] == split).to_numpy(dtype=bool)
+            if unreadable_rows is not None:
+                unreadable = int(unreadable_rows[in_split].sum())
+            within = int(within_rows[in_split].sum())
         rows.append(
             {
                 "split": str(split),
@@ -567,13 +724,7 @@ def _member_index(table: pd.DataFrame) -> tuple[Any, NDArray[Any], NDArray[Any]]
     """Return (row positions grouped by group_id, split per row, path per row as str)."""
     positions = pd.Series(np.arange(len(table)), index=table.index)
     by_group = positions.groupby(table["group_id"].to_numpy())
-    splits = table["split"].astype(object).to_numpy()
-    # object, not str dtype: pandas 3 string columns reject undecodable (surrogate) file names
-    paths = (
-        np.array([str(p) for p in table["path"]], dtype=object)
-        if "path" in table
-        else positions.astype(str).to_numpy()
-    )
+    splits, paths = _splits_and_paths(table)
     return by_group, splits, paths
 
 
@@ -584,14 +735,89 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# Lone surrogates: in a str they can only stand for undecodable bytes (os.fsdecode's
+# surrogateescape) or other broken text; strict JSON parsers reject them.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _json_text(text: str) -> str:
+    """``text`` with each lone surrogate written as :func:`~leakaudit._text.printable` does.
+
+    An undecodable byte of a non-UTF-8 file name becomes the four characters
+    ``\\xNN``; everything else is kept (``json`` escapes control characters
+    itself).
+    """
+    if _SURROGATES.search(text) is None:
+        return text
+    return _SURROGATES.sub(lambda match: printable(match.group()), text)
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` with NaN/inf (not valid JSON) as None and text made strict, recursively."""
+    if isinstance(value, str):
+        return _json_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {
+            _json_ready(k) if isinstance(k, str) else k: _json_ready(v) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_json_ready(v) for v in value]
+    return value
+
+
+def _column_values(column: pd.Series) -> tuple[list[Any], bool]:
+    """The column as the values its records hold, and whether they are all text or None.
+
+    Plain Python values, missing and non-finite ones as None, text made
+    strict (:func:`_json_ready`).
+    """
+    dtype = column.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind in "biu":
+        values: list[Any] = column.to_numpy().tolist()
+        return values, False
+    if isinstance(dtype, np.dtype) and dtype.kind == "f":
+        array = column.to_numpy()
+        values = array.tolist()
+        for index in np.flatnonzero(~np.isfinite(array)).tolist():
+            values[index] = None
+        return values, False
+    objects = column.astype(object)
+    values = objects.where(objects.notna(), None).tolist()
+    if pd.api.types.infer_dtype(values, skipna=True) == "string":
+        # Only a surrogate needs a change, and most columns hold none: one search for all.
+        if _SURROGATES.search("".join(filter(None, values))) is None:
+            return values, True
+        return [None if v is None else _json_text(v) for v in values], True
+    return [_json_ready(_plain(v)) for v in values], False
+
+
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    # Not frame.to_json: its encoder refuses the surrogate escapes of non-UTF-8 file names,
-    # which json.dumps writes as \udcxx escapes.
-    clean = frame.astype(object).where(frame.notna(), None)
-    return [
-        {str(key): _plain(value) for key, value in row.items()}
-        for row in clean.to_dict(orient="records")
-    ]
+    # Column by column, not frame.to_dict: a Python call per cell cost seconds on 100k rows.
+    # Not frame.to_json either: its encoder refuses the surrogates of non-UTF-8 file names.
+    keys = [_json_text(str(key)) for key in frame.columns]
+    if not keys:
+        return [{} for _ in range(len(frame))]
+    columns = [_column_values(frame.iloc[:, i])[0] for i in range(frame.shape[1])]
+    return [dict(zip(keys, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _report_tables(report: LeakageReport, *, include_images: bool) -> dict[str, pd.DataFrame]:
+    tables = {"splits": split_table(report)}
+    if report.table is not None:
+        tables["groups"] = group_table(report)
+        tables["pairs"] = pair_table(report)
+        if include_images:
+            tables["images"] = image_table(report)
+    return tables
+
+
+def _summary(report: LeakageReport) -> dict[str, Any]:
+    data = report.to_dict()
+    data["format"] = "leakaudit-report"
+    data["format_version"] = 1
+    return data
 
 
 def report_dict(report: LeakageReport, *, include_images: bool = True) -> dict[str, Any]:
@@ -601,35 +827,122 @@ def report_dict(report: LeakageReport, *, include_images: bool = True) -> dict[s
     (``"leakaudit-report"``), ``format_version`` (1), ``splits``, ``groups``,
     ``pairs`` and, with ``include_images``, ``images``: the four tables as
     lists of records with the CSV columns.
+
+    Every string is valid Unicode, so that strict JSON parsers read the
+    document: a file name that is not valid UTF-8 (on Linux, names are bytes)
+    has each undecodable byte written as the four characters ``\\xNN`` (the
+    byte in hex, as :func:`~leakaudit._text.printable` shows it), so
+    ``caf\\xe9.jpg`` stands for the Latin-1 name; a name that really contains a
+    backslash followed by ``x`` and two hex digits reads the same. Nothing
+    else is changed (JSON escapes control characters itself). Missing values
+    and NaN are ``null``.
     """
-    data = report.to_dict()
-    data["format"] = "leakaudit-report"
-    data["format_version"] = 1
-    data["splits"] = _records(split_table(report))
-    if report.table is not None:
-        data["groups"] = _records(group_table(report))
-        data["pairs"] = _records(pair_table(report))
-        if include_images:
-            data["images"] = _records(image_table(report))
-    finite: dict[str, Any] = _finite(data)
-    return finite
+    data: dict[str, Any] = _json_ready(_summary(report))
+    for key, frame in _report_tables(report, include_images=include_images).items():
+        data[key] = _records(frame)
+    return data
 
 
-def _finite(value: Any) -> Any:
-    """Replace NaN/inf (not valid JSON) by None, recursively."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+# Rows encoded per step when writing the tables: bounds the text held at once.
+_JSON_CHUNK_ROWS = 20_000
+# What ``json.dumps(..., indent=2)`` (ensure_ascii) writes for a string.
+_encode_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
+def _encode_value(value: Any, newline: str) -> str:
+    """JSON of one JSON-ready value, as ``json.dumps(..., indent=2)`` nests it at ``newline``."""
+    if isinstance(value, str):
+        return _encode_string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return float.__repr__(value)
+    return json.dumps(value, indent=2).replace("\n", newline)
+
+
+def _encoded_column(column: pd.Series, newline: str) -> list[str]:
+    """JSON of each value of ``column`` in a record nested at ``newline``."""
+    dtype = column.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind == "b":
+        encoded: list[str] = np.where(column.to_numpy(), "true", "false").tolist()
+        return encoded
+    if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+        return [int.__repr__(v) for v in column.to_numpy().tolist()]
+    values, text = _column_values(column)
+    if isinstance(dtype, np.dtype) and dtype.kind == "f":
+        return ["null" if v is None else float.__repr__(v) for v in values]
+    if text:
+        if None not in values:
+            return list(map(_encode_string, values))
+        return ["null" if v is None else _encode_string(v) for v in values]
+    return [_encode_value(v, newline) for v in values]
+
+
+def _iter_records_json(frame: pd.DataFrame) -> Iterator[str]:
+    """The text of ``frame`` as a list of records, one level into the document (``indent=2``).
+
+    What ``json.dumps`` writes for :func:`_records`, without building the
+    records: column by column, a chunk of rows at a time.
+    """
+    if not len(frame):
+        yield "[]"
+        return
+    keys = [_encode_string(_json_text(str(key))) for key in frame.columns]
+    # A record is a dict at level 2, its values at level 3.
+    template = "{" + ",".join(f"\n      {key.replace('%', '%%')}: %s" for key in keys) + "\n    }"
+    if not keys:
+        template = "{}"
+    yield "["
+    for start in range(0, len(frame), _JSON_CHUNK_ROWS):
+        part = frame.iloc[start : start + _JSON_CHUNK_ROWS]
+        columns = [_encoded_column(part.iloc[:, i], "\n      ") for i in range(part.shape[1])]
+        rows = zip(*columns, strict=True) if columns else (() for _ in range(len(part)))
+        records = [template % row for row in rows]
+        yield ("\n    " if start == 0 else ",\n    ") + ",\n    ".join(records)
+    yield "\n  ]"
+
+
+def _iter_report_json(report: LeakageReport) -> Iterator[str]:
+    """The text of ``json.dumps(report_dict(report), indent=2)``, in pieces."""
+    summary = _summary(report)
+    # The leaked groups can be thousands of records: encoded like the tables, from the frame.
+    summary["leaked_groups"] = []
+    items: list[tuple[str, Any]] = [
+        (key, report.leaked_groups if key == "leaked_groups" else value)
+        for key, value in _json_ready(summary).items()
+    ]
+    items += _report_tables(report, include_images=True).items()
+    yield "{"
+    for number, (key, value) in enumerate(items):
+        yield ("\n  " if number == 0 else ",\n  ") + _encode_string(key) + ": "
+        if isinstance(value, pd.DataFrame):
+            yield from _iter_records_json(value)
+        else:
+            yield _encode_value(value, "\n  ")
+    yield "\n}"
 
 
 def write_json(report: LeakageReport, path: str | Path) -> Path:
-    """Write :func:`report_dict` to ``path`` as indented JSON; return the path."""
+    """Write :func:`report_dict` to ``path`` as indented JSON; return the path.
+
+    The text is that of ``json.dumps(report_dict(report), indent=2)`` plus a
+    newline, ASCII only, written record by record rather than built in memory;
+    file names that are not valid UTF-8 are written as described in
+    :func:`report_dict`. The file is replaced atomically
+    (:func:`~leakaudit.safe_io.atomic_open`): a link at ``path`` is replaced,
+    never written through, and a failed write leaves the old file.
+    """
     target = Path(path)
-    target.write_text(json.dumps(report_dict(report), indent=2) + "\n", encoding="utf-8")
+    with atomic_open(target, "w", encoding="utf-8") as handle:
+        for piece in _iter_report_json(report):
+            handle.write(piece)
+        handle.write("\n")
     return target
 
 
@@ -646,11 +959,91 @@ def csv_paths(path: str | Path) -> dict[str, Path]:
     }
 
 
+# What spreadsheet tools read as the start of a formula (OWASP, "CSV injection").
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _defused(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+# A formula start after the separator ``_may_hold_formulas`` joins cells with.
+_JOINED_FORMULA = re.compile("\x00[=+\\-@\t\r]")
+
+
+def _may_hold_formulas(values: NDArray[Any]) -> bool:
+    """False when no cell of ``values`` starts like a formula; True when one may.
+
+    One search over the cells joined (a check per cell costs seconds on 100k
+    rows); a separator inside a cell can only make it answer True.
+    """
+    present = values[pd.notna(values)].tolist()
+    if pd.api.types.infer_dtype(present, skipna=False) not in ("string", "empty"):
+        return True
+    return _JOINED_FORMULA.search("\x00" + "\x00".join(present)) is not None
+
+
+def _is_text(dtype: Any) -> bool:
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _is_text(dtype.categories.dtype)
+    return (isinstance(dtype, np.dtype) and dtype.kind == "O") or isinstance(dtype, pd.StringDtype)
+
+
+def _csv_safe(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool | list[str]]:
+    """``frame`` with text cells that a spreadsheet would run as a formula defused, and its header.
+
+    Only text columns are looked at (a negative number stays a number).
+    """
+    names = [str(name) for name in frame.columns]
+    header: bool | list[str] = True
+    if any(name.startswith(_FORMULA_STARTS) for name in names):
+        header = [_defused(name) for name in names]
+    safe = frame
+    for index, dtype in enumerate(frame.dtypes.tolist()):
+        if not _is_text(dtype):
+            continue
+        values = frame.iloc[:, index].to_numpy(dtype=object)
+        if not _may_hold_formulas(values):
+            continue
+        risky = [isinstance(v, str) and v.startswith(_FORMULA_STARTS) for v in values]
+        if not any(risky):
+            continue
+        if safe is frame:
+            safe = frame.copy()
+        changed = values.copy()
+        for row in np.flatnonzero(risky).tolist():
+            changed[row] = "'" + changed[row]
+        safe.isetitem(index, pd.Series(changed, index=frame.index, dtype=object))
+    return safe, header
+
+
 def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
     """Write the four tables as CSV: images at ``path``, the others beside it.
 
     ``table.csv`` gives ``table.csv`` (per image), ``table.pairs.csv``,
     ``table.groups.csv`` and ``table.splits.csv``. Returns the paths written.
+
+    Notes
+    -----
+    A text cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a
+    carriage return (a file or split name, say) is written with a single quote
+    ``'`` in front, as OWASP advises against CSV injection: spreadsheet tools
+    would otherwise run it as a formula; they show the quote-prefixed text as
+    text. Only text columns are changed (and header names): numbers, negative
+    ones included, are written as they are. :func:`image_table` and the other
+    tables, and the JSON output, keep the values unchanged.
+
+    File names that are not valid UTF-8 are written as their original bytes
+    (``surrogateescape``), so a tool reading the file as bytes can open the
+    files it names; the CSV is then not valid UTF-8 in those cells (unlike the
+    JSON output, see :func:`report_dict`).
+
+    All four files are written first to temporary files beside their targets
+    and then renamed over them (:func:`~leakaudit.safe_io.atomic_open`): a
+    link at a target is replaced, never written through, and a failure while
+    writing any table replaces none.
     """
     targets = csv_paths(path)
     frames: Sequence[tuple[str, pd.DataFrame]] = [
@@ -659,6 +1052,13 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
         ("groups", group_table(report)),
         ("splits", split_table(report)),
     ]
-    for name, frame in frames:
-        frame.to_csv(targets[name], index=False, errors="surrogateescape")
+    with contextlib.ExitStack() as stack:
+        for name, frame in frames:
+            handle = stack.enter_context(
+                atomic_open(
+                    targets[name], "w", encoding="utf-8", errors="surrogateescape", newline=""
+                )
+            )
+            safe, header = _csv_safe(frame)
+            safe.to_csv(handle, index=False, header=header)
     return [targets[name] for name, _ in frames]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from leakaudit._text import printable
 from leakaudit.grouping import group_spread
 
 if TYPE_CHECKING:
@@ -116,7 +117,13 @@ class LeakageReport:
         return (self.pct_leaked_by_split * self.images_by_split / 100).round().astype(int)
 
     def to_text(self, *, max_groups: int = 20) -> str:
-        """Return a readable plain-text rendering (what ``print(report)`` shows)."""
+        """Return a readable plain-text rendering (what ``print(report)`` shows).
+
+        File and split names (and parameters) are shown through
+        :func:`~leakaudit._text.printable`: a control character, such as a
+        newline or a terminal escape, in a name is written as ``\\xNN`` and
+        cannot forge a line of the report or reach the terminal.
+        """
         lines = []
         if self.has_leakage:
             pct = 100.0 * self.n_leaked_images / self.total_images if self.total_images else 0.0
@@ -130,14 +137,17 @@ class LeakageReport:
                 "in another split."
             )
         if self.parameters:
-            lines.append("Parameters: " + ", ".join(f"{k}={v}" for k, v in self.parameters.items()))
+            lines.append(
+                "Parameters: "
+                + ", ".join(printable(f"{k}={v}") for k, v in self.parameters.items())
+            )
         lines.append("")
         leaked = self.leaked_images_by_split()
-        width = max([5, *(len(str(s)) for s in self.images_by_split.index)])
+        width = max([5, *(len(printable(str(s))) for s in self.images_by_split.index)])
         lines.append(f"{'split':<{width}}  {'images':>7}  {'leaked':>7}  {'% leaked':>8}")
         for split, count in self.images_by_split.items():
             lines.append(
-                f"{split!s:<{width}}  {count:>7}  {leaked.get(split, 0):>7}  "
+                f"{printable(str(split)):<{width}}  {count:>7}  {leaked.get(split, 0):>7}  "
                 f"{self.pct_leaked_by_split.get(split, 0.0):>8.2f}"
             )
         embedded = self._embedding_group_ids()
@@ -152,8 +162,8 @@ class LeakageReport:
                 if row.group_id in embedded:
                     flag += ", joined by the embedding stage"
                 lines.append(
-                    f"  group {row.group_id}: {row.n_members} images "
-                    f"[{row.members_by_split}]{spread}{flag}"
+                    f"  group {printable(str(row.group_id))}: {row.n_members} images "
+                    f"[{printable(str(row.members_by_split))}]{spread}{flag}"
                 )
                 lines.extend(self._member_lines(row.group_id))
             if self.n_leaked_groups > max_groups:
@@ -190,7 +200,7 @@ class LeakageReport:
             return []
         members = self.table[self.table["group_id"] == group_id]
         lines = [
-            f"      {row.split!s:>8}  {row.path}"
+            f"      {printable(str(row.split)):>8}  {printable(str(row.path))}"
             for row in members.head(limit).itertuples(index=False)
         ]
         if len(members) > limit:
