@@ -38,8 +38,8 @@ __all__ = ["assert_no_leakage", "check_leakage", "leaked_counts"]
 def leaked_counts(report: LeakageReport) -> pd.DataFrame:
     """Per split: ``images``, ``leaked`` (images in a group spanning splits) and ``fraction``.
 
-    Counted from the report's table when it has one (exact), else from its
-    rounded percentages.
+    The report's own count (:attr:`~leakaudit.report.LeakageReport.leak_counts`),
+    the same the text report, the CSV/HTML tables and ``--fail-on-leak`` use.
 
     Examples
     --------
@@ -49,17 +49,7 @@ def leaked_counts(report: LeakageReport) -> pd.DataFrame:
     >>> leaked_counts(report)["leaked"].to_dict()
     {'train': 1, 'test': 1}
     """
-    images = report.images_by_split.astype(int)
-    if report.table is not None and {"split", "group_id"} <= set(report.table.columns):
-        table = report.table
-        in_leaked = table["group_id"].isin(report.leaked_groups["group_id"])
-        leaked = table[in_leaked & table["split"].notna()].groupby("split").size()
-        leaked = leaked.reindex(images.index, fill_value=0).astype(int)
-    else:
-        leaked = report.leaked_images_by_split().reindex(images.index, fill_value=0).astype(int)
-    fraction = (leaked / images.where(images > 0)).fillna(0.0)
-    frame: pd.DataFrame = pd.DataFrame({"images": images, "leaked": leaked, "fraction": fraction})
-    return frame
+    return report.leak_counts
 
 
 def _check_limits(max_leaked: Any, max_fraction: Any) -> tuple[int | None, float | None]:
@@ -93,7 +83,9 @@ def check_leakage(
 
     A split fails when more than ``max_leaked`` of its images, or more than
     ``max_fraction`` of them, sit in a duplicate group that spans splits (either
-    limit exceeded fails). With neither limit given, any leak fails.
+    limit exceeded fails). With neither limit given, any leak fails. Both
+    limits are per split, as ``leakaudit scan --fail-on-leak N`` / ``P%`` (one
+    implementation: :meth:`~leakaudit.report.LeakageReport.splits_over_limit`).
 
     Parameters
     ----------
@@ -119,11 +111,7 @@ def check_leakage(
         raise TypeError(f"report must be a LeakageReport; got {type(report).__name__}.")
     max_leaked, max_fraction = _check_limits(max_leaked, max_fraction)
     limit_count = 0 if max_leaked is None and max_fraction is None else max_leaked
-    counts = leaked_counts(report)
-    failing = counts[
-        (counts["leaked"] > limit_count if limit_count is not None else False)
-        | (counts["fraction"] > max_fraction if max_fraction is not None else False)
-    ]
+    failing = report.splits_over_limit(max_leaked=limit_count, max_fraction=max_fraction)
     if failing.empty:
         return report
     limits = []

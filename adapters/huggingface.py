@@ -25,12 +25,12 @@ its split and its row index; ``report.table`` has an ``index`` column, and its
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.adapters._common import (
@@ -475,9 +475,8 @@ def _audit(
         threshold=threshold,
         dihedral=dihedral,
         extra_parameters=decode_parameters(options),
+        extra_columns={"index": np.asarray(index, dtype=np.int64)},
     )
-    assert report.table is not None
-    report.table.insert(2, "index", np.asarray(index, dtype=np.int64))
     return report
 
 
@@ -854,6 +853,7 @@ def leak_free_split(
             for k, name in enumerate(names)
         }
     )
-    split_of_row = pd.Series([names[k] for k in assignment], dtype=object)
-    report.table.insert(3, "assigned_split", split_of_row.to_numpy())
-    return GroupSplitResult(splits=out, plan=plan, report=report)
+    # A new report with the assignment beside each row: the audit's own stays as built.
+    table = report.table.copy()
+    table.insert(3, "assigned_split", np.array([names[k] for k in assignment], dtype=object))
+    return GroupSplitResult(splits=out, plan=plan, report=dataclasses.replace(report, table=table))

@@ -530,10 +530,11 @@ def _report_from(
         threshold=threshold,
         dihedral=dihedral,
         extra_parameters=decode_parameters(options),
+        extra_columns={
+            "index": np.asarray(hashed.index, dtype=np.int64),
+            "label": pd.Series(hashed.label, dtype=object).to_numpy(),
+        },
     )
-    assert report.table is not None
-    report.table.insert(2, "index", np.asarray(hashed.index, dtype=np.int64))
-    report.table.insert(3, "label", pd.Series(hashed.label, dtype=object))
     return report
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._text import printable
@@ -454,6 +455,7 @@ def audit_hash_table(
     embedding: EmbeddingStage | None = None,
     images: Sequence[Any] | None = None,
     dihedral: bool = False,
+    extra_columns: Mapping[str, Sequence[Any] | NDArray[Any]] | None = None,
 ) -> LeakageReport:
     """Group and audit images whose hashes are already computed.
 
@@ -474,6 +476,10 @@ def audit_hash_table(
     dihedral : bool, default False
         Match flipped and rotated copies too; ``table`` must have been hashed
         with ``dihedral=True`` (it then has ``orientations``).
+    extra_columns : mapping of str to array-like, optional
+        More per-row columns for ``report.table``, placed after ``split`` in
+        the order given (the adapters' ``index`` and ``label``), so the report
+        is complete when built.
 
     Returns
     -------
@@ -495,6 +501,13 @@ def audit_hash_table(
     frame = frame_from_hash_table(
         table, list(split), method=primary, paths=list(names) if names is not None else None
     )
+    for position, (name, column) in enumerate((extra_columns or {}).items(), start=2):
+        if len(column) != len(frame):
+            raise ValueError(
+                f"extra_columns[{name!r}] must have one value per row (length {len(frame)}); "
+                f"got length {len(column)}."
+            )
+        frame.insert(position, name, column)
     # The table's own arrays, not the frame's hex columns parsed back (same values).
     valid = np.asarray(table.valid, dtype=bool).copy()
     zero = np.uint64(0)
@@ -547,14 +560,12 @@ def audit_hash_table(
         parameters.update(embedding.parameters())
         parameters["embedded_images"] = result.n_embedded
     parameters.update(extra_parameters or {})
-    report = dhash_audit(frame, parameters=parameters)
-    report.embedding_pairs = embedding_pairs
-    if dihedral:
-        from leakaudit.export import turned_group_spreads
-
-        report.orientations = table.orientations
-        turned_group_spreads(report)
-    return report
+    return dhash_audit(
+        frame,
+        parameters=parameters,
+        embedding_pairs=embedding_pairs,
+        orientations=table.orientations if dihedral else None,
+    )
 
 
 def _embedding_sources(table: HashTable, images: Sequence[Any] | None) -> list[Any]:

@@ -191,7 +191,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         default=None,
         type=_fail_limit,
         metavar="N|P%",
-        help="exit 1 when more than N images (or P%% of any split) leak "
+        help="exit 1 when more than N images of any one split (or more than P%% of any split) "
+        "leak, as assert_no_leakage(max_leaked=N / max_fraction=P/100) "
         "(default when given without a value: any leak)",
     )
 
@@ -411,10 +412,10 @@ def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
         return 0
     limit, is_percent = args.fail_on_leak
     if is_percent:
-        over = bool((report.pct_leaked_by_split > limit).any())
+        failing = report.splits_over_limit(max_fraction=limit / 100)
     else:
-        over = report.n_leaked_images > limit
-    return EXIT_LEAKAGE if over else 0
+        failing = report.splits_over_limit(max_leaked=int(limit))
+    return EXIT_LEAKAGE if len(failing) else 0
 
 
 # ---------------------------------------------------------------------- --show

@@ -37,6 +37,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._text import printable
+from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
@@ -48,13 +49,13 @@ __all__ = [
     "PAIR_COLUMNS",
     "PAIR_STAGES",
     "SPLIT_COLUMNS",
+    "csv_paths",
     "group_table",
     "image_table",
     "leak_matches",
     "pair_table",
     "report_dict",
     "split_table",
-    "table_distances",
     "write_csv_tables",
     "write_json",
 ]
@@ -104,10 +105,6 @@ SPLIT_COLUMNS = [
 ]
 MATCH_COLUMNS = ["group_id", "split", "path", "match_split", "match_path", "distance"]
 
-# Groups up to this size list every cross-split pair; bigger ones (usually transitive chaining)
-# list only the pairs within the threshold, which keeps the table linear in practice.
-_ALL_PAIRS_MAX_MEMBERS = 200
-
 
 def _empty(columns: list[str]) -> pd.DataFrame:
     frame: pd.DataFrame = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
@@ -118,141 +115,6 @@ def _require_table(report: LeakageReport) -> pd.DataFrame:
     if report.table is None:
         raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
     return report.table
-
-
-def table_distances(
-    table: pd.DataFrame, method: str | None
-) -> tuple[list[NDArray[np.uint64]], NDArray[np.bool_]]:
-    """Return the hash columns the threshold applies to, and which rows have them.
-
-    For ``"phash+dhash"`` the distance of two images is the larger of their
-    pHash and dHash distances (a pair links when both are within the
-    threshold); for ``"phash"``/``"dhash"`` that column alone; otherwise the
-    ``hash`` column.
-    """
-    names = {"phash+dhash": ["phash", "dhash"], "phash": ["phash"], "dhash": ["dhash"]}.get(
-        method or "", ["hash"]
-    )
-    if not all(name in table.columns for name in names):
-        names = ["hash"]
-    columns: list[NDArray[np.uint64]] = []
-    valid = np.ones(len(table), dtype=bool)
-    for name in names:
-        values, ok = hash_values_from_frame(table, name)
-        columns.append(values)
-        valid &= ok
-    return columns, valid
-
-
-def _distance(columns: list[NDArray[np.uint64]], i: NDArray[np.int64], j: NDArray[np.int64]) -> Any:
-    result = np.zeros(np.broadcast(i, j).shape, dtype=np.int64)
-    for values in columns:
-        result = np.maximum(result, np.bitwise_count(values[i] ^ values[j]).astype(np.int64))
-    return result
-
-
-class PairDistances:
-    """Distances of row pairs as the audit saw them.
-
-    The plain distance of :func:`table_distances`; with dihedral matching
-    (``report.orientations``) the smallest over the two rows' canonical
-    orientation entries (what the search compared); with per-source
-    thresholds (a ``threshold`` column) each pair's limit is the smaller of
-    its rows'.
-    """
-
-    def __init__(self, report: LeakageReport, table: pd.DataFrame) -> None:
-        method = _method(report)
-        self.columns, self.valid = table_distances(table, method)
-        self.threshold = _threshold(report)
-        self.limits: NDArray[np.int64] | None = None
-        if "threshold" in table.columns:
-            self.limits = table["threshold"].to_numpy(dtype=np.int64)
-            self.threshold = int(self.limits.max()) if len(self.limits) else None
-        self.entries: list[NDArray[np.uint64]] | None = None
-        orientations = report.orientations
-        if orientations is not None and len(orientations):
-            by_method = {"phash": [orientations.phash], "dhash": [orientations.dhash]}
-            self.entries = by_method.get(method or "", [orientations.phash, orientations.dhash])
-            rows = np.arange(len(table))
-            self.start = np.searchsorted(orientations.owner, rows, side="left")
-            self.count = np.searchsorted(orientations.owner, rows, side="right") - self.start
-
-    def plain(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
-        return _distance(self.columns, a, b)  # type: ignore[no-any-return]
-
-    def turned(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Smallest distance over the orientation entries (65 where a row has none)."""
-        a, b = np.broadcast_arrays(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
-        result = np.full(len(a), 65, dtype=np.int64)
-        if self.entries is None or not len(a):
-            return result
-        count_a, count_b = self.count[a], self.count[b]
-        per_pair = count_a * count_b
-        pair = np.repeat(np.arange(len(a)), per_pair)
-        offset = np.arange(int(per_pair.sum())) - np.repeat(
-            np.cumsum(per_pair) - per_pair, per_pair
-        )
-        ia = self.start[a][pair] + offset // count_b[pair]
-        ib = self.start[b][pair] + offset % count_b[pair]
-        distance = np.zeros(len(pair), dtype=np.int64)
-        for values in self.entries:
-            distance = np.maximum(distance, np.bitwise_count(values[ia] ^ values[ib]))
-        np.minimum.at(result, pair, distance)
-        return result
-
-    def __call__(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The distance the search linked by: the orientation entries' where both rows have them."""
-        plain = self.plain(a, b)
-        if self.entries is None:
-            return plain
-        turned = self.turned(a, b)
-        both = (self.count[a] > 0) & (self.count[b] > 0)
-        return np.where(both, turned, plain)
-
-    def limit(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64] | int | None:
-        if self.limits is not None:
-            return np.minimum(self.limits[a], self.limits[b])
-        return self.threshold
-
-
-def turned_group_spreads(report: LeakageReport) -> None:
-    """Recompute ``report.leaked_groups["max_distance"]`` on canonical-orientation distances.
-
-    For dihedral audits, where the distance between a copy and its mirrored
-    original is the one between their turned hashes. Groups over 200 members
-    keep the spread of the hashes as stored (sampled), as computing all pairs
-    would cost too much.
-    """
-    table = report.table
-    if report.orientations is None or table is None or not len(report.leaked_groups):
-        return
-    distances = PairDistances(report, table)
-    by_group, _, _ = _member_index(table)
-    spreads = []
-    for group_id, old in zip(
-        report.leaked_groups["group_id"], report.leaked_groups["max_distance"], strict=True
-    ):
-        rows = by_group.get_group(group_id).to_numpy()
-        rows = rows[distances.valid[rows]]
-        if len(rows) < 2 or len(rows) > _ALL_PAIRS_MAX_MEMBERS:
-            spreads.append(old)
-            continue
-        ii, jj = np.triu_indices(len(rows), k=1)
-        spreads.append(int(distances(rows[ii], rows[jj]).max()))
-    report.leaked_groups["max_distance"] = pd.Series(
-        spreads, index=report.leaked_groups.index, dtype="Int64"
-    )
-
-
-def _method(report: LeakageReport) -> str | None:
-    method = report.parameters.get("method")
-    return method if isinstance(method, str) else None
-
-
-def _threshold(report: LeakageReport) -> int | None:
-    threshold = report.parameters.get("threshold")
-    return int(threshold) if isinstance(threshold, (int, np.integer)) else None
 
 
 def _leaked_ids(report: LeakageReport) -> set[Any]:
@@ -373,7 +235,7 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     is missing unless the embedding stage compared the pair.
     """
     table = _require_table(report)
-    distances = PairDistances(report, table)
+    distances = PairDistances.of_report(report, table)
     if not len(report.leaked_groups):
         return _empty(PAIR_COLUMNS)
     threshold = distances.threshold
@@ -390,7 +252,7 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     # Groups over 200 members list only their pairs within the threshold (a search each); the
     # others list all their pairs, made for all of them at once (a DataFrame per group cost
     # seconds on 16k groups).
-    big = members.count > _ALL_PAIRS_MAX_MEMBERS
+    big = members.count > ALL_PAIRS_MAX_MEMBERS
     if threshold is None:
         big[:] = False
     found = [_all_pairs(members, ~big)]
@@ -687,7 +549,7 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
         Columns :data:`MATCH_COLUMNS`, in the report's group order.
     """
     table = _require_table(report)
-    distances = PairDistances(report, table)
+    distances = PairDistances.of_report(report, table)
     valid = distances.valid
     order = [str(s) for s in report.images_by_split.index]
     by_group, splits, paths = _member_index(table)

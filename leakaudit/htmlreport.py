@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
-from leakaudit.export import PairDistances, split_table, table_distances
+from leakaudit.distances import PairDistances, table_distances
+from leakaudit.export import split_table
 from leakaudit.policy import DEFAULT_THRESHOLDS
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
@@ -202,7 +203,7 @@ class _Renderer:
         if isinstance(threshold, Mapping):  # per-source rules: mark the default
             default = threshold.get("*", DEFAULT_THRESHOLDS.get(self.method or "", None))
             self.threshold = int(default) if isinstance(default, (int, np.integer)) else None
-        self.pair_distances = PairDistances(report, self.table)
+        self.pair_distances = PairDistances.of_report(report, self.table)
         # The same columns as table_distances gives (parsed once: seconds on 100k rows).
         self.columns, self.valid = self.pair_distances.columns, self.pair_distances.valid
         self.splits: list[Any] = self.table["split"].to_numpy(dtype=object).tolist()

@@ -44,9 +44,15 @@ def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
 
 
-@dataclass
+@dataclass(frozen=True)
 class LeakageReport:
     """The audit of duplicate groups against splits.
+
+    Built once, complete, by :func:`dhash_audit` (the one-call audits and the
+    adapters pass it everything: exact counts, spreads under dihedral
+    matching, the embedding stage's pairs, their per-row columns), and not
+    changed afterwards: its fields cannot be reassigned. Counts are exact;
+    percentages are derived from them.
 
     Attributes
     ----------
@@ -61,7 +67,7 @@ class LeakageReport:
         Images sitting in a leaked group.
     pct_leaked_by_split : pandas.Series
         Per split, the percentage (2 decimals) of that split's images that sit
-        in a leaked group.
+        in a leaked group, derived from ``leaked_by_split``.
     total_images : int
         Images audited (including unreadable ones, which can never leak).
     images_by_split : pandas.Series
@@ -87,6 +93,8 @@ class LeakageReport:
         With dihedral matching: each row's orientation entries
         (:class:`~leakaudit.hashing.OrientationHashes`), from which the pairs
         table computes distances under flips and rotations; None otherwise.
+    leaked_by_split : pandas.Series
+        Per split, how many of its images sit in a leaked group (exact).
     """
 
     leaked_groups: pd.DataFrame
@@ -101,6 +109,12 @@ class LeakageReport:
     table: pd.DataFrame | None = field(default=None, repr=False)
     embedding_pairs: pd.DataFrame | None = field(default=None, repr=False)
     orientations: OrientationHashes | None = field(default=None, repr=False)
+    leaked_by_split: pd.Series | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.leaked_by_split is None:  # a report rebuilt from an older JSON file
+            estimate = (self.pct_leaked_by_split * self.images_by_split / 100).round()
+            object.__setattr__(self, "leaked_by_split", estimate.astype(int))
 
     @property
     def has_leakage(self) -> bool:
@@ -113,8 +127,53 @@ class LeakageReport:
         return len(self.leaked_groups)
 
     def leaked_images_by_split(self) -> pd.Series:
-        """Per split, how many of its images sit in a leaked group."""
-        return (self.pct_leaked_by_split * self.images_by_split / 100).round().astype(int)
+        """Per split, how many of its images sit in a leaked group (exact counts)."""
+        assert self.leaked_by_split is not None  # set in __post_init__
+        counts: pd.Series = self.leaked_by_split.copy()
+        return counts
+
+    @property
+    def leak_counts(self) -> pd.DataFrame:
+        """Per split: ``images``, ``leaked`` (exact) and ``fraction`` (leaked / images).
+
+        The one count behind the text report, the CSV/HTML split tables, the
+        CLI's ``--fail-on-leak`` and the guard.
+        """
+        images = self.images_by_split.astype(int)
+        leaked = self.leaked_images_by_split().reindex(images.index, fill_value=0).astype(int)
+        fraction = (leaked / images.where(images > 0)).fillna(0.0).astype(float)
+        frame = pd.DataFrame({"images": images, "leaked": leaked, "fraction": fraction})
+        frame.index.name = "split"
+        return frame
+
+    def splits_over_limit(
+        self, *, max_leaked: int | None = None, max_fraction: float | None = None
+    ) -> pd.DataFrame:
+        """The rows of :attr:`leak_counts` for splits that leak more than allowed.
+
+        A split fails when more than ``max_leaked`` of its images, or more than
+        ``max_fraction`` of it (0.01 = 1%), sit in leaked groups. Both limits
+        are per split; with neither given, any leaked image fails its split.
+
+        Examples
+        --------
+        >>> report = dhash_audit(pd.DataFrame({"split": ["train", "test", "test"],
+        ...                                    "group_id": [0, 0, 1]}))
+        >>> report.splits_over_limit(max_leaked=0).index.tolist()
+        ['train', 'test']
+        >>> report.splits_over_limit(max_fraction=0.5).index.tolist()
+        ['train']
+        """
+        counts = self.leak_counts
+        if max_leaked is None and max_fraction is None:
+            max_leaked = 0
+        over = np.zeros(len(counts), dtype=bool)
+        if max_leaked is not None:
+            over |= (counts["leaked"] > max_leaked).to_numpy()
+        if max_fraction is not None:
+            over |= (counts["fraction"] > max_fraction).to_numpy()
+        failing: pd.DataFrame = counts[over]
+        return failing
 
     def to_text(self, *, max_groups: int = 20) -> str:
         """Return a readable plain-text rendering (what ``print(report)`` shows).
@@ -222,6 +281,7 @@ class LeakageReport:
             "n_low_information": int(self.n_low_information),
             "images_by_split": {str(k): int(v) for k, v in self.images_by_split.items()},
             "pct_leaked_by_split": {str(k): float(v) for k, v in self.pct_leaked_by_split.items()},
+            "leaked_by_split": {str(k): int(v) for k, v in self.leaked_images_by_split().items()},
             "parameters": dict(self.parameters),
             "leaked_groups": groups.to_dict(orient="records"),
         }
@@ -245,6 +305,9 @@ class LeakageReport:
             n_unreadable=int(data.get("n_unreadable", 0)),
             n_low_information=int(data.get("n_low_information", 0)),
             parameters=dict(data.get("parameters", {})),
+            leaked_by_split=(
+                pd.Series(data["leaked_by_split"], dtype=int) if "leaked_by_split" in data else None
+            ),
         )
 
     @classmethod
@@ -258,7 +321,11 @@ def _split_order(splits: pd.Series) -> list[str]:
 
 
 def dhash_audit(
-    grouped_df: pd.DataFrame, *, parameters: Mapping[str, Any] | None = None
+    grouped_df: pd.DataFrame,
+    *,
+    parameters: Mapping[str, Any] | None = None,
+    embedding_pairs: pd.DataFrame | None = None,
+    orientations: OrientationHashes | None = None,
 ) -> LeakageReport:
     """Audit train/val/test leakage from duplicate groups.
 
@@ -271,6 +338,11 @@ def dhash_audit(
         spans splits.
     parameters : mapping, optional
         How the groups were made, kept in the report (method, threshold, ...).
+    embedding_pairs : pandas.DataFrame, optional
+        The embedding stage's pairs (see :class:`LeakageReport`).
+    orientations : OrientationHashes, optional
+        With dihedral matching, each row's orientation entries: group spreads
+        are then measured as the search compared (turned), not as stored.
 
     Returns
     -------
@@ -324,8 +396,12 @@ def dhash_audit(
     pct = (100.0 * leaked_by_split / images_by_split).fillna(0.0).round(2).astype(float)
     images_by_split.index.name = None
     pct.index.name = None
+    leaked_by_split = leaked_by_split.astype(int)
+    leaked_by_split.index.name = None
 
     leaked_groups = _leaked_group_table(grouped_df, frame, leaked_ids, order)
+    if orientations is not None:
+        _turned_spreads(grouped_df, leaked_groups, parameters or {}, orientations)
     multi = sizes[sizes > 1].index
     n_within = int(len(multi) - len(leaked_ids.intersection(multi)))
     _warn_large_groups(frame, images_by_split)
@@ -345,7 +421,41 @@ def dhash_audit(
         ),
         parameters=dict(parameters or {}),
         table=grouped_df,
+        embedding_pairs=embedding_pairs,
+        orientations=orientations,
+        leaked_by_split=leaked_by_split,
     )
+
+
+def _turned_spreads(
+    grouped_df: pd.DataFrame,
+    leaked_groups: pd.DataFrame,
+    parameters: Mapping[str, Any],
+    orientations: OrientationHashes,
+) -> None:
+    """Set ``max_distance`` of each leaked group (up to 200 members) on turned distances.
+
+    For dihedral audits, where the distance between a copy and its mirrored
+    original is the one between their canonical-orientation hashes. Called
+    while the report is built, before anyone sees it.
+    """
+    if not len(leaked_groups) or not len(orientations):
+        return
+    from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
+
+    method = parameters.get("method")
+    distances = PairDistances(
+        grouped_df, method=method if isinstance(method, str) else None, orientations=orientations
+    )
+    positions = pd.Series(np.arange(len(grouped_df)), index=grouped_df.index)
+    by_group = positions.groupby(grouped_df["group_id"].to_numpy())
+    spreads = []
+    for group_id, old in zip(leaked_groups["group_id"], leaked_groups["max_distance"], strict=True):
+        rows = by_group.get_group(group_id).to_numpy()
+        rows = rows[distances.valid[rows]]
+        spread = distances.max_within(rows) if len(rows) <= ALL_PAIRS_MAX_MEMBERS else None
+        spreads.append(old if spread is None else spread)
+    leaked_groups["max_distance"] = pd.Series(spreads, index=leaked_groups.index, dtype="Int64")
 
 
 def _leaked_group_table(

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -28,11 +29,11 @@ import pytest
 from numpy.typing import NDArray
 
 from leakaudit import LeakageReport, audit_hash_table, dhash_audit
+from leakaudit.distances import PairDistances
 from leakaudit.export import (
     GROUP_COLUMNS,
     PAIR_COLUMNS,
     SPLIT_COLUMNS,
-    PairDistances,
     csv_paths,
     group_table,
     image_table,
@@ -156,10 +157,8 @@ def with_embedding_pairs(report: LeakageReport, *, seed: int = 0) -> LeakageRepo
             pairs.append((a, b, float(rng.uniform(0.9, 1.0)), bool(rng.random() < 0.5)))
     pairs += [(b, a, 0.5, joined) for a, b, _, joined in pairs[:10]]  # the last value counts
     pairs.append((0, len(labels) - 1, 0.95, True))
-    report.embedding_pairs = pd.DataFrame(
-        pairs, columns=["row_a", "row_b", "similarity", "joined_groups"]
-    )
-    return report
+    frame = pd.DataFrame(pairs, columns=["row_a", "row_b", "similarity", "joined_groups"])
+    return dataclasses.replace(report, embedding_pairs=frame)
 
 
 def hand_built(*, seed: int = 0, with_threshold: bool = True) -> LeakageReport:
@@ -604,7 +603,7 @@ def _reference_stages(
 
 def reference_pair_table(report: LeakageReport) -> pd.DataFrame:
     table = _reference_table(report)
-    distances = PairDistances(report, table)
+    distances = PairDistances.of_report(report, table)
     columns, valid, threshold = distances.columns, distances.valid, distances.threshold
     digests = (
         table["digest"].astype(object).where(table["digest"].notna(), None).to_numpy()

@@ -136,3 +136,26 @@ def test_guard_and_cli_audit_the_same_splits(tmp_path: pathlib.Path) -> None:
 
     splits = [row["split"] for row in json.loads(json_path.read_text())["splits"]]
     assert splits == ["train", "val", "test"]
+
+
+def test_fail_on_leak_and_max_leaked_mean_the_same(tmp_path: pathlib.Path) -> None:
+    """Both limits are per split: the demo leaks 4 of 42 train, 1 of 11 val, 3 of 17 test."""
+    from leakaudit.cli import main
+
+    demo = build_demo_dataset(tmp_path / "d")
+    base = ["scan", str(demo.root), "--quiet", "--workers", "1", "--fail-on-leak"]
+    for limit, fails in ((3, True), (4, False), (5, False)):
+        assert main([*base, str(limit)]) == (1 if fails else 0)
+        if fails:
+            with pytest.raises(LeakageError):
+                assert_no_leakage(demo.root, max_leaked=limit, workers=1, on_error="ignore")
+        else:
+            assert_no_leakage(demo.root, max_leaked=limit, workers=1, on_error="ignore")
+    for percent, fails in ((15.0, True), (20.0, False)):
+        assert main([*base, f"{percent}%"]) == (1 if fails else 0)
+        try:
+            assert_no_leakage(demo.root, max_fraction=percent / 100, workers=1, on_error="ignore")
+            raised = False
+        except LeakageError:
+            raised = True
+        assert raised == fails

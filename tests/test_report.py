@@ -104,3 +104,33 @@ def test_bad_input() -> None:
         dhash_audit(pd.DataFrame({"group_id": [1]}))
     with pytest.raises(TypeError, match="DataFrame"):
         dhash_audit({"group_id": [1]})  # type: ignore[arg-type]
+
+
+def test_per_split_counts_are_exact_not_rebuilt_from_percentages() -> None:
+    """7 leaked images of 200,000 were reported as 0 (7 / 200,000 rounds to 0.00%)."""
+    from leakaudit.export import split_table
+
+    n = 200_000
+    frame = pd.DataFrame(
+        {
+            "split": ["train"] * n + ["test"] * 7,
+            "group_id": list(range(n - 7)) + list(range(7)) + list(range(7)),
+        }
+    )
+    frame["group_id"] = list(range(n)) + list(range(7))
+    report = dhash_audit(frame)
+    assert report.leaked_images_by_split().to_dict() == {"train": 7, "test": 7}
+    assert report.pct_leaked_by_split["train"] == 0.0  # derived from the count, 2 decimals
+    assert split_table(report).set_index("split")["n_leaked"].to_dict() == {"train": 7, "test": 7}
+    assert "train   200000        7" in report.to_text()
+    assert report.leak_counts.loc["train", "leaked"] == 7
+    again = type(report).from_json(report.to_json())
+    assert again.leaked_images_by_split().to_dict() == {"train": 7, "test": 7}
+
+
+def test_a_report_is_built_once_and_not_changed_afterwards() -> None:
+    import dataclasses
+
+    report = dhash_audit(pd.DataFrame({"split": ["train", "test"], "group_id": [0, 0]}))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.embedding_pairs = None  # type: ignore[misc]
