@@ -174,6 +174,97 @@ def _common_root(paths: Iterable[str]) -> str | None:
     return root if root and root not in values else None
 
 
+def _histogram_section(
+    table: pd.DataFrame,
+    columns: list[NDArray[np.uint64]],
+    valid: NDArray[np.bool_],
+    *,
+    method: str | None,
+    threshold: int | None,
+    sample: int,
+) -> str:
+    """The nearest-neighbour histogram section, threshold marked."""
+    found = _nearest_neighbours(table, columns, valid, sample=sample, seed=0)
+    head = '<section id="histogram"><h2>Nearest-neighbour distances</h2>'
+    if found.distances.size == 0:
+        return head + "<p>Fewer than two readable images: nothing to plot.</p></section>"
+    what = (
+        f"the {found.n_images} readable images (exact)"
+        if found.exact
+        else f"a random sample of {found.distances.size} of {found.n_images} readable images, "
+        "each against all of them (exact per sampled image)"
+    )
+    measure = (
+        "the larger of its pHash and dHash distances"
+        if method == "phash+dhash"
+        else f"{_e(method or 'hash')} Hamming distance"
+    )
+    counts = np.bincount(found.distances, minlength=65)[:65]
+    note = (
+        f"<p>For each of {what}, the distance ({measure}) to its nearest other image. "
+        "Blank or near-flat images are left out. Images at or left of the threshold line "
+        "have a duplicate; a clear gap between the two humps means the threshold is easy to "
+        "place. Bar heights are on a log scale; hover a bar for its count.</p>"
+    )
+    return head + note + _histogram_svg(counts, threshold) + "</section>"
+
+
+def _histogram_svg(counts: NDArray[np.int64], threshold: int | None) -> str:
+    highest = int(np.flatnonzero(counts).max())
+    top = min(64, max(highest, (threshold or 0) + 4, 16))
+    width, height, left, bottom, pad = 880, 250, 50, 40, 10
+    bar_w = (width - left - pad) / (top + 1)
+    scale = np.log10(1 + counts[: top + 1].astype(float))
+    peak = max(1.0, float(np.ceil(scale.max())))
+    plot_h = height - bottom - pad
+    parts = [
+        f'<svg class="hist" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" '
+        'aria-label="histogram of nearest-neighbour distances">'
+    ]
+    # Gridlines at 1, 10, 100, ... images (bar height is log10(1 + count)).
+    power = 0
+    while np.log10(1 + 10**power) <= peak:
+        y = pad + plot_h - plot_h * np.log10(1 + 10**power) / peak
+        parts.append(
+            f'<line x1="{left}" x2="{width - pad}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">'
+            f"{10**power:,}</text>"
+        )
+        power += 1
+    for d in range(top + 1):
+        x = left + d * bar_w
+        h = plot_h * scale[d] / peak
+        linked = threshold is not None and d <= threshold
+        parts.append(
+            f'<rect x="{x + 1:.1f}" y="{pad + plot_h - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
+            f'height="{h:.1f}" class="{"linked" if linked else "apart"}">'
+            f"<title>distance {d}: {int(counts[d])} image(s)</title></rect>"
+        )
+        if d % 4 == 0 or (d == top and d % 4 >= 2):
+            parts.append(
+                f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom + 16}" class="tick" '
+                f'text-anchor="middle">{d}</text>'
+            )
+    beyond = int(counts[top + 1 :].sum())
+    if threshold is not None and threshold <= top:
+        x = left + (threshold + 1) * bar_w
+        parts.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{pad + plot_h}" class="cut"/>'
+            f'<text x="{x + 4:.1f}" y="{pad + 12}" class="cutlabel">threshold '
+            f"{threshold}</text>"
+        )
+    parts.append(
+        f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" '
+        'text-anchor="middle">distance to the nearest other image</text>'
+        f'<text x="12" y="{pad + plot_h / 2:.0f}" class="tick" text-anchor="middle" '
+        f'transform="rotate(-90 12 {pad + plot_h / 2:.0f})">images</text></svg>'
+    )
+    if beyond:
+        parts.append(f"<p>{beyond} image(s) have their nearest neighbour beyond {top}.</p>")
+    return "".join(parts)
+
+
 class _Renderer:
     def __init__(
         self,
@@ -211,7 +302,6 @@ class _Renderer:
         self.split_index = {str(s): i for i, s in enumerate(report.images_by_split.index)}
         self.paths = [str(p) for p in self.table["path"]] if "path" in self.table else []
         self.root = _common_root(self.paths)
-        self.thumbs: dict[str, str | None] = {}
 
     # ---------------------------------------------------------------- helpers
 
@@ -227,112 +317,25 @@ class _Renderer:
         colour = _PALETTE[index % len(_PALETTE)]
         return f'<span class="badge" style="background:{colour}">{_e(split)}</span>'
 
-    def distances(self, rows: list[int]) -> dict[tuple[int, int], tuple[int, str]]:
-        """``(a, b) -> (distance, how it was measured)`` for the readable rows, both orders.
-
-        One vectorised call per group card, not one per pair.
-        """
-        readable = [r for r in rows if self.valid[r]]
-        pairs = [(a, b) for a in readable for b in readable if a != b]
-        if not pairs:
-            return {}
-        first = np.array([a for a, _ in pairs], dtype=np.int64)
-        second = np.array([b for _, b in pairs], dtype=np.int64)
-        each = [
-            np.bitwise_count(values[first] ^ values[second]).tolist() for values in self.columns
-        ]
-        linked = self.pair_distances(first, second).tolist()
-        found = {}
-        for k, pair in enumerate(pairs):
-            parts = [int(column[k]) for column in each]
-            if self.method == "phash+dhash" and len(parts) == 2:
-                detail = f"pHash {parts[0]}, dHash {parts[1]}"
-            else:
-                detail = f"{self.method or 'hash'} {parts[0]}"
-            if linked[k] != max(parts):  # dihedral matching: the search compared turned hashes
-                found[pair] = (
-                    int(linked[k]),
-                    f"{linked[k]} turned to canonical orientation ({detail} as stored)",
-                )
-            else:
-                found[pair] = (max(parts), detail)
-        return found
-
-    # --------------------------------------------------------------- sections
-
     def render(self) -> str:
-        leaked, within = self.group_order()
-        shown_leaked = leaked[: self.max_groups]
-        shown_within = within[: self.max_groups]
-        needed = {
-            self.paths[r]
-            for g in (*shown_leaked, *shown_within)
-            for r in self.member_rows(g)[: self.max_members]
-        }
-        self.load_thumbnails(sorted(needed))
+        cards = _GroupCards(self)
+        leaked, within = cards.group_order()
         body = [
             self.header(),
             self.summary(),
-            self.histogram(),
-            self.groups_section(
-                "leaked",
-                "Leaked groups",
-                "Duplicate groups whose members sit in more than one split: the leakage. "
-                "Largest first; among equal sizes the closest (most certain) first; "
-                "blank or near-flat (low-information) groups last.",
-                leaked,
+            _histogram_section(
+                self.table,
+                self.columns,
+                self.valid,
+                method=self.method,
+                threshold=self.threshold,
+                sample=self.nn_sample,
             ),
-            self.groups_section(
-                "within",
-                "Duplicates within one split",
-                "Not leakage, but they weigh the same image more than once in training or "
-                "evaluation.",
-                within,
-            ),
+            *cards.sections(leaked, within),
             self.unreadable(),
             self.parameters(),
         ]
         return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
-
-    def member_rows(self, group_id: Any) -> list[int]:
-        rows = np.flatnonzero(self.group_ids == group_id)
-        order = sorted(
-            rows.tolist(),
-            key=lambda r: (
-                self.split_index.get(str(self.splits[r]), len(self.split_index)),
-                self.paths[r] if self.paths else "",
-            ),
-        )
-        return order
-
-    def group_order(self) -> tuple[list[Any], list[Any]]:
-        groups = self.report.leaked_groups
-        leaked: list[Any] = []
-        if len(groups):
-            spread = pd.to_numeric(groups["max_distance"], errors="coerce").fillna(65)
-            keys = pd.DataFrame(
-                {
-                    "low": groups["low_information"].astype(bool),
-                    "size": -groups["n_members"].astype(int),
-                    "spread": spread,
-                    "group_id": groups["group_id"],
-                }
-            )
-            leaked = keys.sort_values(["low", "size", "spread", "group_id"], kind="stable")[
-                "group_id"
-            ].tolist()
-        sizes = self.table.groupby("group_id").size().sort_values(ascending=False, kind="stable")
-        shared = (sizes.to_numpy() > 1) & ~sizes.index.isin(leaked)
-        within: list[Any] = sizes.index[shared].tolist()
-        return leaked, within
-
-    def load_thumbnails(self, paths: list[str]) -> None:
-        enabled = progress_enabled(self.progress, len(paths))
-        bar = Progress(len(paths), label="thumbnails", enabled=enabled)
-        for path in paths:
-            self.thumbs[path] = _thumbnail(path, self.thumbnail_size)
-            bar.update()
-        bar.close()
 
     def header(self) -> str:
         report = self.report
@@ -377,87 +380,172 @@ class _Renderer:
             + "</tbody></table></section>"
         )
 
-    def histogram(self) -> str:
-        found = _nearest_neighbours(
-            self.table, self.columns, self.valid, sample=self.nn_sample, seed=0
-        )
-        head = '<section id="histogram"><h2>Nearest-neighbour distances</h2>'
-        if found.distances.size == 0:
-            return head + "<p>Fewer than two readable images: nothing to plot.</p></section>"
-        what = (
-            f"the {found.n_images} readable images (exact)"
-            if found.exact
-            else f"a random sample of {found.distances.size} of {found.n_images} readable images, "
-            "each against all of them (exact per sampled image)"
-        )
-        measure = (
-            "the larger of its pHash and dHash distances"
-            if self.method == "phash+dhash"
-            else f"{_e(self.method or 'hash')} Hamming distance"
-        )
-        counts = np.bincount(found.distances, minlength=65)[:65]
-        note = (
-            f"<p>For each of {what}, the distance ({measure}) to its nearest other image. "
-            "Blank or near-flat images are left out. Images at or left of the threshold line "
-            "have a duplicate; a clear gap between the two humps means the threshold is easy to "
-            "place. Bar heights are on a log scale; hover a bar for its count.</p>"
-        )
-        return head + note + self.histogram_svg(counts) + "</section>"
-
-    def histogram_svg(self, counts: NDArray[np.int64]) -> str:
-        highest = int(np.flatnonzero(counts).max())
-        top = min(64, max(highest, (self.threshold or 0) + 4, 16))
-        width, height, left, bottom, pad = 880, 250, 50, 40, 10
-        bar_w = (width - left - pad) / (top + 1)
-        scale = np.log10(1 + counts[: top + 1].astype(float))
-        peak = max(1.0, float(np.ceil(scale.max())))
-        plot_h = height - bottom - pad
-        parts = [
-            f'<svg class="hist" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-            f'width="{width}" height="{height}" role="img" '
-            'aria-label="histogram of nearest-neighbour distances">'
-        ]
-        # Gridlines at 1, 10, 100, ... images (bar height is log10(1 + count)).
-        power = 0
-        while np.log10(1 + 10**power) <= peak:
-            y = pad + plot_h - plot_h * np.log10(1 + 10**power) / peak
-            parts.append(
-                f'<line x1="{left}" x2="{width - pad}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">'
-                f"{10**power:,}</text>"
+    def unreadable(self) -> str:
+        head = '<section id="unreadable"><h2>Unreadable files'
+        if "error" not in self.table:
+            return head + "</h2><p>Not recorded.</p></section>"
+        bad = self.table[self.table["error"].notna()]
+        out = [f"{head} ({len(bad)})</h2>"]
+        if bad.empty:
+            out.append('<p class="none">None.</p>')
+        else:
+            out.append(
+                "<p>These files could not be decoded; they take no part in the audit.</p>"
+                '<table class="unreadable"><thead><tr><th>split</th><th>file</th><th>reason</th>'
+                "</tr></thead><tbody>"
             )
-            power += 1
-        for d in range(top + 1):
-            x = left + d * bar_w
-            h = plot_h * scale[d] / peak
-            linked = self.threshold is not None and d <= self.threshold
-            parts.append(
-                f'<rect x="{x + 1:.1f}" y="{pad + plot_h - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
-                f'height="{h:.1f}" class="{"linked" if linked else "apart"}">'
-                f"<title>distance {d}: {int(counts[d])} image(s)</title></rect>"
-            )
-            if d % 4 == 0 or (d == top and d % 4 >= 2):
-                parts.append(
-                    f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom + 16}" class="tick" '
-                    f'text-anchor="middle">{d}</text>'
+            for row in bad.head(1000).itertuples(index=False):
+                out.append(
+                    f"<tr><td>{self.badge(row.split)}</td>"
+                    f'<td class="path">{_e(self.display_path(str(row.path)))}</td>'
+                    f"<td>{_e(row.error)}</td></tr>"
                 )
-        beyond = int(counts[top + 1 :].sum())
-        if self.threshold is not None and self.threshold <= top:
-            x = left + (self.threshold + 1) * bar_w
-            parts.append(
-                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{pad + plot_h}" class="cut"/>'
-                f'<text x="{x + 4:.1f}" y="{pad + 12}" class="cutlabel">threshold '
-                f"{self.threshold}</text>"
-            )
-        parts.append(
-            f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" '
-            'text-anchor="middle">distance to the nearest other image</text>'
-            f'<text x="12" y="{pad + plot_h / 2:.0f}" class="tick" text-anchor="middle" '
-            f'transform="rotate(-90 12 {pad + plot_h / 2:.0f})">images</text></svg>'
+            out.append("</tbody></table>")
+            if len(bad) > 1000:
+                out.append(f'<p class="omitted">{len(bad) - 1000} more not shown.</p>')
+        out.append("</section>")
+        return "".join(out)
+
+    def parameters(self) -> str:
+        from leakaudit import __version__
+
+        values: dict[str, object] = dict(self.report.parameters)
+        values.update(
+            {
+                "leakaudit version": __version__,
+                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "groups shown per section (max)": self.max_groups,
+                "members shown per group (max)": self.max_members,
+                "thumbnail size (px)": self.thumbnail_size,
+            }
         )
-        if beyond:
-            parts.append(f"<p>{beyond} image(s) have their nearest neighbour beyond {top}.</p>")
-        return "".join(parts)
+        if self.root:
+            values["paths relative to"] = self.root
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in values.items())
+        return (
+            '<section id="parameters"><h2>Parameters</h2>'
+            f'<table class="params"><tbody>{rows}</tbody></table></section>'
+        )
+
+
+class _GroupCards:
+    """The leaked and within-split group sections: thumbnails, badges, distances."""
+
+    def __init__(self, page: _Renderer) -> None:
+        self.page = page
+        self.table = page.table
+        self.report = page.report
+        self.max_groups = page.max_groups
+        self.max_members = page.max_members
+        self.paths = page.paths
+        self.splits = page.splits
+        self.split_index = page.split_index
+        self.group_ids = page.group_ids
+        self.columns, self.valid = page.columns, page.valid
+        self.pair_distances = page.pair_distances
+        self.method = page.method
+        self.badge = page.badge
+        self.display_path = page.display_path
+        self.thumbs: dict[str, str | None] = {}
+
+    def sections(self, leaked: list[Any], within: list[Any]) -> list[str]:
+        """The two group sections, thumbnails loaded first (only for the members shown)."""
+        needed = {
+            self.paths[r]
+            for g in (*leaked[: self.max_groups], *within[: self.max_groups])
+            for r in self.member_rows(g)[: self.max_members]
+        }
+        self.load_thumbnails(sorted(needed))
+        return [
+            self.groups_section(
+                "leaked",
+                "Leaked groups",
+                "Duplicate groups whose members sit in more than one split: the leakage. "
+                "Largest first; among equal sizes the closest (most certain) first; "
+                "blank or near-flat (low-information) groups last.",
+                leaked,
+            ),
+            self.groups_section(
+                "within",
+                "Duplicates within one split",
+                "Not leakage, but they weigh the same image more than once in training or "
+                "evaluation.",
+                within,
+            ),
+        ]
+
+    def member_rows(self, group_id: Any) -> list[int]:
+        rows = np.flatnonzero(self.group_ids == group_id)
+        order = sorted(
+            rows.tolist(),
+            key=lambda r: (
+                self.split_index.get(str(self.splits[r]), len(self.split_index)),
+                self.paths[r] if self.paths else "",
+            ),
+        )
+        return order
+
+    def group_order(self) -> tuple[list[Any], list[Any]]:
+        groups = self.report.leaked_groups
+        leaked: list[Any] = []
+        if len(groups):
+            spread = pd.to_numeric(groups["max_distance"], errors="coerce").fillna(65)
+            keys = pd.DataFrame(
+                {
+                    "low": groups["low_information"].astype(bool),
+                    "size": -groups["n_members"].astype(int),
+                    "spread": spread,
+                    "group_id": groups["group_id"],
+                }
+            )
+            leaked = keys.sort_values(["low", "size", "spread", "group_id"], kind="stable")[
+                "group_id"
+            ].tolist()
+        sizes = self.table.groupby("group_id").size().sort_values(ascending=False, kind="stable")
+        shared = (sizes.to_numpy() > 1) & ~sizes.index.isin(leaked)
+        within: list[Any] = sizes.index[shared].tolist()
+        return leaked, within
+
+    def load_thumbnails(self, paths: list[str]) -> None:
+        enabled = progress_enabled(self.page.progress, len(paths))
+        bar = Progress(len(paths), label="thumbnails", enabled=enabled)
+        for path in paths:
+            self.thumbs[path] = _thumbnail(path, self.page.thumbnail_size)
+            bar.update()
+        bar.close()
+
+    def distances(self, rows: list[int]) -> dict[tuple[int, int], tuple[int, str]]:
+        """``(a, b) -> (distance, how it was measured)`` for the readable rows, both orders.
+
+        One vectorised call per group card, not one per pair.
+        """
+        readable = [r for r in rows if self.valid[r]]
+        pairs = [(a, b) for a in readable for b in readable if a != b]
+        if not pairs:
+            return {}
+        first = np.array([a for a, _ in pairs], dtype=np.int64)
+        second = np.array([b for _, b in pairs], dtype=np.int64)
+        each = [
+            np.bitwise_count(values[first] ^ values[second]).tolist() for values in self.columns
+        ]
+        linked = self.pair_distances(first, second).tolist()
+        found = {}
+        for k, pair in enumerate(pairs):
+            parts = [int(column[k]) for column in each]
+            if self.method == "phash+dhash" and len(parts) == 2:
+                detail = f"pHash {parts[0]}, dHash {parts[1]}"
+            else:
+                detail = f"{self.method or 'hash'} {parts[0]}"
+            if linked[k] != max(parts):  # dihedral matching: the search compared turned hashes
+                found[pair] = (
+                    int(linked[k]),
+                    f"{linked[k]} turned to canonical orientation ({detail} as stored)",
+                )
+            else:
+                found[pair] = (max(parts), detail)
+        return found
+
+    # --------------------------------------------------------------- sections
 
     def groups_section(self, anchor: str, heading: str, intro: str, groups: list[Any]) -> str:
         out = [f'<section id="{anchor}"><h2>{heading} ({len(groups)})</h2><p>{intro}</p>']
@@ -555,53 +643,6 @@ class _Renderer:
             '<table class="matrix"><caption>Pairwise distances (highlighted: across splits; '
             "hover for each hash)</caption>"
             f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        )
-
-    def unreadable(self) -> str:
-        head = '<section id="unreadable"><h2>Unreadable files'
-        if "error" not in self.table:
-            return head + "</h2><p>Not recorded.</p></section>"
-        bad = self.table[self.table["error"].notna()]
-        out = [f"{head} ({len(bad)})</h2>"]
-        if bad.empty:
-            out.append('<p class="none">None.</p>')
-        else:
-            out.append(
-                "<p>These files could not be decoded; they take no part in the audit.</p>"
-                '<table class="unreadable"><thead><tr><th>split</th><th>file</th><th>reason</th>'
-                "</tr></thead><tbody>"
-            )
-            for row in bad.head(1000).itertuples(index=False):
-                out.append(
-                    f"<tr><td>{self.badge(row.split)}</td>"
-                    f'<td class="path">{_e(self.display_path(str(row.path)))}</td>'
-                    f"<td>{_e(row.error)}</td></tr>"
-                )
-            out.append("</tbody></table>")
-            if len(bad) > 1000:
-                out.append(f'<p class="omitted">{len(bad) - 1000} more not shown.</p>')
-        out.append("</section>")
-        return "".join(out)
-
-    def parameters(self) -> str:
-        from leakaudit import __version__
-
-        values: dict[str, object] = dict(self.report.parameters)
-        values.update(
-            {
-                "leakaudit version": __version__,
-                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "groups shown per section (max)": self.max_groups,
-                "members shown per group (max)": self.max_members,
-                "thumbnail size (px)": self.thumbnail_size,
-            }
-        )
-        if self.root:
-            values["paths relative to"] = self.root
-        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in values.items())
-        return (
-            '<section id="parameters"><h2>Parameters</h2>'
-            f'<table class="params"><tbody>{rows}</tbody></table></section>'
         )
 
 
