@@ -43,6 +43,7 @@ from leakaudit.adapters._common import (
     moves_table,
 )
 from leakaudit.audit import audit_hash_table, decode_parameters
+from leakaudit.cache import CacheSpec, hash_sources_cached, resolve_cache
 from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
@@ -158,7 +159,10 @@ _ORIENTATION_COLUMNS = ("orientation_phash", "orientation_dhash")
 
 
 def _hash_batch(
-    images: list[Any], options: DecodeOptions, dihedral: bool = False
+    images: list[Any],
+    options: DecodeOptions,
+    dihedral: bool = False,
+    cache_dir: str | None = None,
 ) -> dict[str, Any]:
     """``Dataset.map`` function: hash a batch of undecoded image cells.
 
@@ -166,6 +170,8 @@ def _hash_batch(
     reuse its cache, and so ``num_proc`` workers can pickle it. ``dihedral``
     travels in ``fn_kwargs``, as ``options`` does, so it is part of the map's
     fingerprint: a plain run's cached hashes are never read for a dihedral run.
+    Cells that are file paths (no bytes) go through leakaudit's hash cache in
+    ``cache_dir`` (None: off), as files do everywhere else; bytes never do.
     """
     n = len(images)
     phash = np.zeros(n, dtype=np.uint64)
@@ -176,10 +182,40 @@ def _hash_batch(
     paths: list[str | None] = [None] * n
     turned_phash: list[Any] = [np.zeros(0, dtype=np.uint64)] * n
     turned_dhash: list[Any] = [np.zeros(0, dtype=np.uint64)] * n
-    for i, cell in enumerate(images):
-        data = cell.get("bytes") if isinstance(cell, Mapping) else None
-        path = cell.get("path") if isinstance(cell, Mapping) else None
+    cells = [cell if isinstance(cell, Mapping) else {} for cell in images]
+    files = [
+        i
+        for i, cell in enumerate(cells)
+        if cell.get("bytes") is None and isinstance(cell.get("path"), str)
+    ]
+    if cache_dir is not None and files:
+        cached = hash_sources_cached(
+            [cells[i]["path"] for i in files],
+            cache=cache_dir,
+            options=options,
+            workers=1,
+            progress=False,
+            on_error="ignore",
+            dihedral=dihedral,
+        )
+        rows = np.asarray(files, dtype=np.int64)
+        phash[rows], dhash[rows], digest[rows] = cached.phash, cached.dhash, cached.digest
+        low[rows] = cached.low_information
+        for position, reason in cached.errors.items():
+            errors[files[position]] = reason
+        if cached.orientations is not None:
+            entries = cached.orientations
+            for position, row in enumerate(files):
+                mine = entries.owner == position
+                turned_phash[row] = entries.phash[mine].copy()
+                turned_dhash[row] = entries.dhash[mine].copy()
+    served = set(files) if cache_dir is not None else set()
+    for i, cell in enumerate(cells):
+        data = cell.get("bytes")
+        path = cell.get("path")
         paths[i] = path
+        if i in served:
+            continue
         source = data if data is not None else path
         if source is None:
             errors[i] = "no image (the cell has neither bytes nor a path)"
@@ -245,6 +281,7 @@ def hash_dataset(
     load_from_cache_file: bool | None = None,
     desc: str | None = None,
     dihedral: bool = False,
+    cache: CacheSpec = True,
 ) -> Dataset:
     """Return a dataset of the hashes of ``dataset``'s images, one row per row.
 
@@ -281,6 +318,11 @@ def hash_dataset(
         Also hash each image turned to its canonical orientation(s), for
         matching mirrored, flipped and rotated copies
         (:func:`leakaudit.hashing.hash_image`).
+    cache : bool, path or HashCache, default True
+        leakaudit's persistent hash cache (as in :func:`leakaudit.audit_splits`)
+        for image cells that are file paths; cells holding bytes are hashed
+        from their bytes and never cached (``datasets``' own map cache covers
+        datasets stored on disk). False: no cache.
 
     Returns
     -------
@@ -307,6 +349,8 @@ def hash_dataset(
         for name in _ORIENTATION_COLUMNS:
             columns[name] = datasets.Sequence(datasets.Value("uint64"))
     features = datasets.Features(columns)
+    resolved = resolve_cache(cache)
+    cache_dir = str(resolved.directory) if resolved is not None else None
     raw = dataset.select_columns([column]).cast_column(column, datasets.Image(decode=False))
     if len(raw) == 0:
         return datasets.Dataset.from_dict({name: [] for name in columns}, features=features)
@@ -317,7 +361,7 @@ def hash_dataset(
             batch_size=batch_size,
             input_columns=[column],
             remove_columns=[column],
-            fn_kwargs={"options": options, "dihedral": dihedral},
+            fn_kwargs={"options": options, "dihedral": dihedral, "cache_dir": cache_dir},
             features=features,
             num_proc=num_proc if num_proc and num_proc > 1 else None,
             load_from_cache_file=load_from_cache_file,
@@ -336,6 +380,7 @@ def _hash_splits(
     decode: DecodeOptions,
     load_from_cache_file: bool | None,
     dihedral: bool = False,
+    cache: CacheSpec = True,
 ) -> tuple[HashTable, list[str], list[int], list[str]]:
     check_choice("on_error", on_error, ("warn", "raise", "ignore"))
     parts: list[Any] = []
@@ -354,6 +399,7 @@ def _hash_splits(
             load_from_cache_file=load_from_cache_file,
             desc=f"leakaudit: hashing {name}",
             dihedral=dihedral,
+            cache=cache,
         )
         table = hashed.with_format("arrow")[:]
         parts.append(table)
@@ -452,6 +498,7 @@ def _audit(
     decode: DecodeOptions | None,
     load_from_cache_file: bool | None,
     dihedral: bool = False,
+    cache: CacheSpec = True,
 ) -> LeakageReport:
     resolve_threshold(method, threshold)
     check_dihedral(dihedral)
@@ -466,6 +513,7 @@ def _audit(
         decode=options,
         load_from_cache_file=load_from_cache_file,
         dihedral=dihedral,
+        cache=cache,
     )
     report = audit_hash_table(
         table,
@@ -493,6 +541,7 @@ def audit_dataset_dict(
     decode: DecodeOptions | None = None,
     load_from_cache_file: bool | None = None,
     dihedral: bool = False,
+    cache: CacheSpec = True,
 ) -> LeakageReport:
     """Audit the splits of a ``DatasetDict`` for near-duplicate images across splits.
 
@@ -523,6 +572,9 @@ def audit_dataset_dict(
         270 degrees, as in :func:`leakaudit.audit.audit_splits`. The hashing
         ``map`` then has its own cache, apart from that of plain audits; the
         report's ``parameters`` record ``"dihedral": True``.
+    cache : bool, path or HashCache, default True
+        leakaudit's hash cache for image cells that are file paths (as in
+        :func:`hash_dataset`); cells of bytes rely on ``datasets``' map cache.
 
     Returns
     -------
@@ -556,6 +608,7 @@ def audit_dataset_dict(
         decode=decode,
         load_from_cache_file=load_from_cache_file,
         dihedral=dihedral,
+        cache=cache,
     )
 
 
@@ -758,6 +811,7 @@ def leak_free_split(
     decode: DecodeOptions | None = None,
     load_from_cache_file: bool | None = None,
     dihedral: bool = False,
+    cache: CacheSpec = True,
 ) -> GroupSplitResult:
     """Split one ``Dataset`` into a ``DatasetDict`` without splitting any duplicate group.
 
@@ -786,6 +840,8 @@ def leak_free_split(
     dihedral : bool, default False
         Also keep mirrored, flipped and rotated copies together, as in
         :func:`audit_dataset_dict`.
+    cache : bool, path or HashCache, default True
+        As in :func:`audit_dataset_dict`.
 
     Returns
     -------
@@ -842,6 +898,7 @@ def leak_free_split(
         decode=decode,
         load_from_cache_file=load_from_cache_file,
         dihedral=dihedral,
+        cache=cache,
     )
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()

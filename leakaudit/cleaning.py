@@ -399,7 +399,7 @@ def split_groups(
     lengths: Sequence[Any],
     *,
     names: Sequence[str] | None = None,
-    seed: int | np.random.Generator = 0,
+    seed: int | np.random.Generator | None = 0,
     labels: Sequence[Any] | NDArray[Any] | None = None,
 ) -> SplitPlan:
     """Split rows into parts of the sizes asked for, never separating a duplicate group.
@@ -417,9 +417,9 @@ def split_groups(
         (resolved as ``torch.utils.data.random_split`` does).
     names : sequence of str, optional
         Split names (default ``split0``, ``split1``, ...).
-    seed : int or numpy.random.Generator, default 0
+    seed : int, numpy.random.Generator or None, default 0
         Seed of the random placement (a Generator is used as it is, and
-        advanced).
+        advanced; None: a fresh, unseeded one).
     labels : array-like, optional
         One class label per row, to stratify by.
 
@@ -439,7 +439,7 @@ def split_groups(
     if isinstance(seed, np.random.Generator):
         rng = seed
     else:
-        rng = np.random.default_rng(check_int("seed", seed, 0))
+        rng = np.random.default_rng(None if seed is None else check_int("seed", seed, 0))
     targets = resolve_lengths(lengths, len(group_list))
     split_names = (
         [f"split{i}" for i in range(len(targets))] if names is None else [str(n) for n in names]

@@ -317,3 +317,31 @@ def test_leak_free_split_validates(dataset_dict: DatasetDict) -> None:
         leak_free_split(train, {"a": 0.5, "b": 0.5}, stratify_by_column="nope")
     with pytest.raises(TypeError, match=r"datasets\.Dataset"):
         leak_free_split(dataset_dict, {"a": 0.5, "b": 0.5})
+
+
+def test_path_cells_use_the_hash_cache(tmp_path: Path) -> None:
+    """Cells that are file paths go through leakaudit's hash cache, like files everywhere."""
+    from leakaudit.cache import HashCache
+
+    files = []
+    for i in range(4):
+        path = tmp_path / f"{i}.jpg"
+        path.write_bytes(encode(photo_like_image(i % 3, SIZE)))  # 0 and 3 are copies
+        files.append(str(path))
+    features = Features({"image": Image()})
+    dd = DatasetDict(
+        {
+            "train": Dataset.from_dict({"image": files[:2]}, features=features),
+            "test": Dataset.from_dict({"image": files[2:]}, features=features),
+        }
+    )
+    folder = tmp_path / "cache"
+    first = audit_dataset_dict(dd, progress=False, cache=folder, load_from_cache_file=False)
+    assert first.n_leaked_images == 2
+    assert HashCache(folder).path.exists()
+    plain = audit_dataset_dict(dd, progress=False, cache=False, load_from_cache_file=False)
+    assert plain.table is not None and first.table is not None
+    assert plain.table["phash"].tolist() == first.table["phash"].tolist()
+    parts = leak_free_split(dd["train"], {"a": 0.5, "b": 0.5}, seed=0, cache=folder,
+                            progress=False)  # fmt: skip
+    assert sum(len(p) for p in parts.splits.values()) == 2
