@@ -27,8 +27,9 @@ import pandas as pd
 
 from leakaudit._validation import describe
 from leakaudit.adapters._common import check_dihedral
-from leakaudit.audit import audit_splits, find_split_folders
+from leakaudit.audit import audit_splits
 from leakaudit.errors import LeakageError
+from leakaudit.listing import find_split_folders
 from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport
 

@@ -57,11 +57,12 @@ from leakaudit.adapters._common import (
     destination_rows,
     moves_table,
 )
-from leakaudit.audit import IMAGE_EXTENSIONS, audit_hash_table, decode_parameters
+from leakaudit.audit import audit_hash_table, decode_parameters
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import SplitPlan, clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
+from leakaudit.listing import IMAGE_EXTENSIONS
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport

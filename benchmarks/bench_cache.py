@@ -45,8 +45,9 @@ import numpy as np
 from PIL import Image
 
 from leakaudit import audit_hash_table, audit_splits
-from leakaudit.audit import _fill_copy_digests, list_image_paths
+from leakaudit.audit import _fill_copy_digests
 from leakaudit.cache import CacheWarning, HashCache, _hash_sources_cached
+from leakaudit.listing import list_image_paths
 from leakaudit.loading import DecodeOptions
 
 HERE = Path(__file__).resolve().parent

@@ -15,13 +15,13 @@ from leakaudit.audit import (
     audit_hash_table,
     audit_sources,
     audit_splits,
-    list_image_files,
 )
 from leakaudit.calibrate import CalibrationResult, calibrate_threshold
 from leakaudit.cleaning import SplitPlan, clean_splits, split_groups
 from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
 from leakaudit.frames import compute_hashes, find_duplicate_groups
 from leakaudit.hashing import UnreadableImageWarning, hamming_distance
+from leakaudit.listing import FolderScanWarning, RepeatedPathWarning, list_image_files
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
 from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
@@ -33,11 +33,13 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "CalibrationResult",
     "DecodeOptions",
+    "FolderScanWarning",
     "ImageLoadError",
     "LargeGroupWarning",
     "LeakageError",
     "LeakageReport",
     "LeakauditError",
+    "RepeatedPathWarning",
     "SplitPlan",
     "ThresholdRuleWarning",
     "UnreadableImageWarning",

@@ -36,8 +36,8 @@ from PIL import Image, ImageEnhance, ImageOps
 
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_choice, check_int, describe
-from leakaudit.audit import list_image_files
 from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_sources, popcount64
+from leakaudit.listing import list_image_files
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import AUDIT_METHODS, DEFAULT_THRESHOLDS
 

@@ -25,9 +25,10 @@ import numpy as np
 
 from leakaudit import __version__
 from leakaudit._text import printable
-from leakaudit.audit import audit_splits, find_split_folders
+from leakaudit.audit import audit_splits
 from leakaudit.cleaning import CLEAN_POLICIES
 from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
+from leakaudit.listing import find_split_folders
 from leakaudit.policy import (
     AUDIT_METHODS,
     DEFAULT_METHOD,

@@ -27,9 +27,9 @@ import pandas as pd
 import pytest
 
 import leakaudit
-from leakaudit.audit import FolderScanWarning, RepeatedPathWarning
 from leakaudit.cleantree import MANIFEST_NAME, walk_tree
 from leakaudit.cli import main
+from leakaudit.listing import FolderScanWarning, RepeatedPathWarning
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 CLI = [sys.executable, "-m", "leakaudit"]

@@ -119,8 +119,8 @@ def test_importing_the_adapters_imports_no_framework() -> None:
 
 def test_guard_and_cli_audit_the_same_splits(tmp_path: pathlib.Path) -> None:
     """One finder: a stray folder (``notes/``) is a split for neither."""
-    from leakaudit.audit import find_split_folders
     from leakaudit.cli import main
+    from leakaudit.listing import find_split_folders
 
     demo = build_demo_dataset(tmp_path / "d")
     (demo.root / "notes").mkdir()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from leakaudit.audit import (
+from leakaudit.listing import (
     IMAGE_EXTENSIONS,
     FolderScanWarning,
     list_image_files,
