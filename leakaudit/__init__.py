@@ -22,7 +22,7 @@ from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
 from leakaudit.frames import compute_hashes, find_duplicate_groups
 from leakaudit.hashing import UnreadableImageWarning, hamming_distance
 from leakaudit.listing import FolderScanWarning, RepeatedPathWarning, list_image_files
-from leakaudit.loading import DecodeOptions
+from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
 from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
 
@@ -34,6 +34,7 @@ __all__ = [
     "CalibrationResult",
     "DecodeOptions",
     "FolderScanWarning",
+    "ImageDecodeWarning",
     "ImageLoadError",
     "LargeGroupWarning",
     "LeakageError",

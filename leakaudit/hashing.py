@@ -36,15 +36,18 @@ Pillow's resize should they ever disagree.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import multiprocessing
 import os
 import re
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -55,19 +58,29 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._progress import Progress, progress_enabled
-from leakaudit._validation import check_bool, check_choice, check_int, check_workers, describe
+from leakaudit._validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_workers,
+    describe,
+    usable_cpu_count,
+)
 from leakaudit.errors import ImageLoadError
 from leakaudit.loading import (
     _DEFAULT_OPTIONS,
     Box,
     DecodeOptions,
+    ImageDecodeWarning,
     ImageSource,
-    grey_from_bytes,
-    grey_from_pil,
+    _decode_bytes,
+    _decode_pil,
     read_source,
 )
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
     import pandas as pd
 
 __all__ = [
@@ -90,6 +103,10 @@ ON_ERROR_CHOICES = ("warn", "raise", "ignore")
 
 # Below this many items a process pool costs more to start than it saves.
 PARALLEL_MIN_ITEMS = 200
+# Chunks handed to the pool and not yet finished, per worker: enough to keep every
+# worker busy while results are collected in order, without queueing the whole
+# batch (each queued chunk holds its sources and a future until it runs).
+POOL_CHUNKS_PER_WORKER = 3
 
 # Low-information criterion: the RMS of the 63 AC coefficients of the low 8 x 8 DCT
 # block pHash thresholds, in orthonormal units (grey levels). The 32 x 32 thumbnail
@@ -709,29 +726,32 @@ def hash_image(
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     check_bool("dihedral", dihedral)
     if isinstance(source, Image.Image):
-        phash, dhash, low_information, entries = _hash_reduced(
-            grey_from_pil(source, "<in-memory PIL image>", options), dihedral
-        )
+        reduced, note = _decode_pil(source, "<in-memory PIL image>", options)
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
         digest = _digest_pil(source) if low_information else 0
     else:
-        name, data = read_source(source, "<in-memory bytes>")
-        phash, dhash, low_information, entries = _hash_reduced(
-            grey_from_bytes(data, name, options), dihedral
-        )
+        name, data = read_source(source, "<in-memory bytes>", options)
+        reduced, note = _decode_bytes(data, name, options)
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
         digest = _digest_bytes(data) if low_information else 0
+    if note:
+        warnings.warn(note, ImageDecodeWarning, stacklevel=2)
     return ImageHashes(phash, dhash, low_information, digest, tuple(entries))
 
 
-# One result per item: (phash, dhash, low_information, digest, orientation entries),
-# or the failure reason. The entries are the (phash, dhash) of the canonical
-# orientation candidates (empty unless dihedral matching was asked for).
-_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[tuple[int, int]]] | str"
+# One result per item: (phash, dhash, low_information, digest, orientation entries,
+# decode warning), or the failure reason. The entries are the (phash, dhash) of the
+# canonical orientation candidates (empty unless dihedral matching was asked for);
+# the warning is the ImageDecodeWarning text, "" when Pillow warned about nothing.
+_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[tuple[int, int]], str] | str"
 # One result per chunk of items, as arrays (cheap to send back from a worker):
 # (len, 3) uint64 columns phash, dhash, digest; the low_information flags;
-# position in the chunk -> failure reason (those rows are all zero); and the
-# orientation entries as (position in the chunk, phash, dhash) columns.
+# position in the chunk -> failure reason (those rows are all zero); the
+# orientation entries as (position in the chunk, phash, dhash) columns; and
+# position in the chunk -> decode warning.
 _ChunkResult: TypeAlias = (
-    "tuple[NDArray[np.uint64], NDArray[np.bool_], dict[int, str], NDArray[np.uint64]]"
+    "tuple[NDArray[np.uint64], NDArray[np.bool_], dict[int, str], NDArray[np.uint64], "
+    "dict[int, str]]"
 )
 
 
@@ -739,25 +759,25 @@ def _hash_encoded(
     source: str | bytes, name: str, options: DecodeOptions, dihedral: bool = False
 ) -> _ItemResult:
     try:
-        name, data = read_source(source, name)
-        phash, dhash, low_information, entries = _hash_reduced(
-            grey_from_bytes(data, name, options), dihedral
-        )
+        name, data = read_source(source, name, options)
+        reduced, note = _decode_bytes(data, name, options)
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
     except ImageLoadError as exc:
         return exc.reason
-    return phash, dhash, low_information, _digest_bytes(data) if low_information else 0, entries
+    digest = _digest_bytes(data) if low_information else 0
+    return phash, dhash, low_information, digest, entries, note
 
 
 def _hash_pil(
     image: Image.Image, name: str, options: DecodeOptions, dihedral: bool = False
 ) -> _ItemResult:
     try:
-        phash, dhash, low_information, entries = _hash_reduced(
-            grey_from_pil(image, name, options), dihedral
-        )
+        reduced, note = _decode_pil(image, name, options)
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
     except ImageLoadError as exc:
         return exc.reason
-    return phash, dhash, low_information, _digest_pil(image) if low_information else 0, entries
+    digest = _digest_pil(image) if low_information else 0
+    return phash, dhash, low_information, digest, entries, note
 
 
 def _entry_rows(position: int, entries: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
@@ -771,15 +791,18 @@ def _hash_chunk(
     values = np.zeros((len(sources), 3), dtype=np.uint64)
     low_information = np.zeros(len(sources), dtype=np.bool_)
     errors: dict[int, str] = {}
+    notes: dict[int, str] = {}
     entry_rows: list[tuple[int, int, int]] = []
     for k, (source, name) in enumerate(zip(sources, names, strict=True)):
         result = _hash_encoded(source, name, options, dihedral)
         if isinstance(result, str):
             errors[k] = result
         else:
-            values[k, 0], values[k, 1], low_information[k], values[k, 2], entries = result
+            values[k, 0], values[k, 1], low_information[k], values[k, 2], entries, note = result
             entry_rows += _entry_rows(k, entries)
-    return values, low_information, errors, _entry_array(entry_rows)
+            if note:
+                notes[k] = note
+    return values, low_information, errors, _entry_array(entry_rows), notes
 
 
 def _entry_array(rows: list[tuple[int, int, int]]) -> NDArray[np.uint64]:
@@ -798,6 +821,7 @@ class _Collector:
         self.valid = np.zeros(n, dtype=np.bool_)
         self.done = np.zeros(n, dtype=np.bool_)
         self.errors: dict[int, str] = {}
+        self.notes: dict[int, str] = {}  # row -> ImageDecodeWarning text
         self.entries: list[NDArray[np.uint64]] = []
 
     def item(self, index: int, result: _ItemResult) -> None:
@@ -807,15 +831,17 @@ class _Collector:
                 raise ImageLoadError(self.names[index], result)
             self.errors[index] = result
             return
-        phash, dhash, low_information, digest, entries = result
+        phash, dhash, low_information, digest, entries, note = result
         if entries:
             self.entries.append(_entry_array(_entry_rows(index, entries)))
+        if note:
+            self.notes[index] = note
         self.values[index] = (phash, dhash, digest)
         self.low_information[index] = low_information
         self.valid[index] = True
 
     def chunk(self, indices: list[int], result: _ChunkResult) -> None:
-        values, low_information, errors, entries = result
+        values, low_information, errors, entries, notes = result
         if errors and self.raise_first:
             first = min(errors)
             raise ImageLoadError(self.names[indices[first]], errors[first])
@@ -831,6 +857,8 @@ class _Collector:
         for k, reason in sorted(errors.items()):
             self.valid[indices[k]] = False
             self.errors[indices[k]] = reason
+        for k, note in notes.items():
+            self.notes[indices[k]] = note
 
     def table(self, dihedral: bool = False) -> HashTable:
         for i in np.flatnonzero(~self.done).tolist():
@@ -924,12 +952,15 @@ def hash_sources(
     options : DecodeOptions, optional
         Decoding settings shared by all images.
     workers : int or None, default None
-        Processes to use; None means every usable core. Batches under 200 items,
+        Processes to use; None means every usable core, and more than that are
+        not started (a ``RuntimeWarning`` says so). Batches under 200 items,
         and ``workers=1``, run in this process. PIL images are always hashed in
         this process (no pickling of pixel buffers). On Linux the pool uses the
         ``forkserver`` start method, elsewhere ``spawn``: as with any
         multiprocessing code, call this from under ``if __name__ == "__main__":``
-        in scripts.
+        in scripts. The workers exit as soon as this process is gone (killed
+        included) and at once on ``KeyboardInterrupt``; only a few chunks per
+        worker are queued at a time.
     progress : bool or None, default None
         Draw a progress bar on stderr. None: only when stderr is a terminal and
         there are at least 500 items.
@@ -947,6 +978,17 @@ def hash_sources(
     HashTable
         One row per source, in input order; unreadable rows have ``valid=False``.
 
+    Warns
+    -----
+    ImageDecodeWarning
+        One, naming (in input order) the images that were hashed although
+        Pillow warned about them (corrupt EXIF data, ...), each with the warning.
+    UnreadableImageWarning
+        With ``on_error="warn"``, one naming the images that could not be read.
+    RuntimeWarning
+        ``workers`` is more than the usable cores; or the worker processes
+        failed and the rest was hashed in this process.
+
     Examples
     --------
     >>> import io
@@ -962,6 +1004,16 @@ def hash_sources(
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     check_bool("dihedral", dihedral)
     n_workers = check_workers(workers)
+    usable = usable_cpu_count()
+    if n_workers > usable:
+        # More processes than cores only adds memory (a worker each) and switching.
+        warnings.warn(
+            f"asked for workers={n_workers} but only {usable} cores are usable; "
+            f"using {usable} worker processes.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        n_workers = usable
     items, names = _normalise_sources(sources)
     n = len(items)
     collector = _Collector(names, raise_first=on_error == "raise")
@@ -986,6 +1038,8 @@ def hash_sources(
         bar.close()
 
     table = collector.table(dihedral)
+    if collector.notes:
+        warnings.warn(_summarise_notes(collector.notes, n), ImageDecodeWarning, stacklevel=2)
     if table.errors and on_error == "warn":
         warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=2)
     return table
@@ -1007,9 +1061,14 @@ def _hash_in_pool(
     # per-task IPC cost (a list of paths out, three small arrays back).
     size = max(4, min(32, len(encoded) // (n_workers * 16) or 1))
     chunks = _chunks(encoded, size)
+    in_flight = max(1, POOL_CHUNKS_PER_WORKER * n_workers)
+    futures: dict[int, Future[_ChunkResult]] = {}  # submitted, not collected yet
+    running: set[Future[_ChunkResult]] = set()  # submitted, not finished
     local: dict[int, _ChunkResult] = {}
     pil_results: dict[int, _ItemResult] = {}
     broken: BaseException | None = None
+    submitted = 0  # chunks [0, submitted) went to the pool
+    pool_end = len(chunks)  # chunks [pool_end, len) are hashed here
 
     def encoded_items(chunk: list[int]) -> list[str | bytes]:
         return [cast("str | bytes", items[i]) for i in chunk]
@@ -1017,54 +1076,97 @@ def _hash_in_pool(
     def hash_here(chunk: list[int]) -> _ChunkResult:
         return _hash_chunk(encoded_items(chunk), [names[i] for i in chunk], options, dihedral)
 
-    with ProcessPoolExecutor(max_workers=n_workers, mp_context=_pool_context()) as pool:
-        try:
-            futures = [
-                pool.submit(
-                    _hash_chunk, encoded_items(chunk), [names[i] for i in chunk], options, dihedral
-                )
-                for chunk in chunks
-            ]
-            # A fresh pool needs a few hundred milliseconds (a new interpreter
-            # importing numpy, Pillow, leakaudit) before its first result. Work here
-            # meanwhile: in-memory images first (never pickled), then chunks taken
-            # from the end of the queue that no worker has claimed yet.
-            for i in in_memory:
-                image = items[i]
-                assert isinstance(image, Image.Image)
-                pil_results[i] = _hash_pil(image, names[i], options, dihedral)
-                bar.update()
-            last = len(chunks) - 1
-            while last > 0 and not futures[0].done() and futures[last].cancel():
-                local[last] = hash_here(chunks[last])
-                bar.update(len(chunks[last]))
-                last -= 1
-            # Stored in input order, so on_error="raise" reports the same (first)
-            # failure as a serial run.
-            pending_pil = sorted(pil_results, reverse=True)
+    context = _pool_context()
+    # Every worker holds the reading end of this pipe and exits when it reads EOF:
+    # when this process closes the writing end, or dies (SIGKILL included).
+    alive_reader, alive_writer = context.Pipe(duplex=False)
+    try:
+        with ProcessPoolExecutor(
+            max_workers=n_workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(alive_reader,),
+        ) as pool:
 
-            def store_pil_before(limit: int) -> None:
-                while pending_pil and pending_pil[-1] < limit:
-                    index = pending_pil.pop()
-                    collector.item(index, pil_results[index])
-
-            for number, chunk in enumerate(chunks):
-                if number in local:
-                    result = local.pop(number)
-                else:
+            def top_up() -> None:
+                nonlocal submitted, broken
+                running.difference_update([f for f in running if f.done()])
+                while broken is None and submitted < pool_end and len(running) < in_flight:
+                    chunk = chunks[submitted]
                     try:
-                        result = futures[number].result()
-                    except BrokenProcessPool as exc:  # a worker died or could not start
-                        broken = broken or exc
-                        result = hash_here(chunk)
-                    bar.update(len(chunk))
-                errors = result[2]
-                store_pil_before(chunk[min(errors)] if errors else chunk[0])
-                collector.chunk(chunk, result)
-            store_pil_before(len(items))
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+                        future = pool.submit(
+                            _hash_chunk,
+                            encoded_items(chunk),
+                            [names[i] for i in chunk],
+                            options,
+                            dihedral,
+                        )
+                    except BrokenProcessPool as exc:
+                        broken = exc
+                        return
+                    futures[submitted] = future
+                    running.add(future)
+                    submitted += 1
+
+            try:
+                top_up()
+                # A fresh pool needs a few hundred milliseconds (a new interpreter
+                # importing numpy, Pillow, leakaudit) before its first result. Work
+                # here meanwhile: in-memory images first (never pickled), then chunks
+                # taken from the end, which the pool has not been given yet. (Never
+                # by cancelling a queued one: on Python 3.11, should a worker then
+                # die, the pool's manager thread fails on the cancelled future and
+                # leaves the other workers running.)
+                for i in in_memory:
+                    image = items[i]
+                    assert isinstance(image, Image.Image)
+                    pil_results[i] = _hash_pil(image, names[i], options, dihedral)
+                    bar.update()
+                first = futures.get(0)
+                while pool_end > max(1, submitted) and first is not None and not first.done():
+                    pool_end -= 1
+                    local[pool_end] = hash_here(chunks[pool_end])
+                    bar.update(len(chunks[pool_end]))
+                # Stored in input order, so on_error="raise" reports the same (first)
+                # failure as a serial run.
+                pending_pil = sorted(pil_results, reverse=True)
+
+                def store_pil_before(limit: int) -> None:
+                    while pending_pil and pending_pil[-1] < limit:
+                        index = pending_pil.pop()
+                        collector.item(index, pil_results[index])
+
+                for number, chunk in enumerate(chunks):
+                    if number in local:
+                        result = local.pop(number)
+                    else:
+                        top_up()
+                        future = futures.pop(number, None)
+                        if future is None:  # the pool broke before it was given this chunk
+                            result = hash_here(chunk)
+                        else:
+                            while not future.done():
+                                wait(running, return_when=FIRST_COMPLETED)
+                                top_up()  # keep the workers fed meanwhile
+                            try:
+                                result = future.result()
+                            except BrokenProcessPool as exc:  # a worker died or could not start
+                                broken = broken or exc
+                                result = hash_here(chunk)
+                        bar.update(len(chunk))
+                    errors = result[2]
+                    store_pil_before(chunk[min(errors)] if errors else chunk[0])
+                    collector.chunk(chunk, result)
+                store_pil_before(len(items))
+            except BaseException:
+                # KeyboardInterrupt (or a first failure to raise): stop the workers
+                # now rather than after the chunks they are on.
+                alive_writer.close()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    finally:
+        alive_writer.close()
+        alive_reader.close()
     if broken is not None:
         warnings.warn(
             f"the worker processes failed ({broken}); the images they had not hashed "
@@ -1072,6 +1174,57 @@ def _hash_in_pool(
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _init_worker(alive: Connection) -> None:
+    """Set up a pool worker: leave Ctrl-C to the main process, and die with it.
+
+    The main process stops the pool on KeyboardInterrupt; a worker that took
+    the terminal's SIGINT itself would print a traceback, or take a chunk's
+    exception for the result. A worker's parent is the forkserver, not the
+    main process, so the parent-death signal (Linux) only covers the
+    forkserver dying; the thread reading ``alive`` covers the main process: it
+    holds the only writing end, so the read ends (EOF) when it closes it or
+    dies, however it dies. Once the workers are gone the forkserver and the
+    resource tracker exit by themselves (each waits for EOF on a pipe that
+    only the main process and the workers hold open).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        _exit_with_parent()
+    threading.Thread(
+        target=_exit_when_closed, args=(alive,), name="leakaudit-watchdog", daemon=True
+    ).start()
+
+
+def _exit_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent exits (PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # no prctl: the watchdog thread still works
+        pass
+
+
+def _exit_when_closed(alive: Connection) -> None:
+    """Block until the main process closes its end of ``alive`` (or dies), then exit."""
+    with contextlib.suppress(EOFError, OSError):
+        alive.recv_bytes()  # nothing is ever sent: this returns only at EOF
+    # From a thread only os._exit ends the process, and a worker has nothing to clean up.
+    os._exit(1)
+
+
+def _summarise_notes(notes: dict[int, str], total: int, shown: int = 10) -> str:
+    """One message for the images hashed despite decoder warnings (each note names its file)."""
+    rows = sorted(notes)
+    listed = "; ".join(notes[i] for i in rows[:shown])
+    more = f"; and {len(rows) - shown} more" if len(rows) > shown else ""
+    return (
+        f"{len(rows)} of {total} image(s) were decoded and hashed despite decoder warnings: "
+        f"{listed}{more}"
+    )
 
 
 def _summarise_errors(table: HashTable, shown: int = 10) -> str:

@@ -5,7 +5,13 @@ Every hash in leakaudit is defined on the image returned by :func:`load_reduced_
 1. The declared size (from the file header) is checked against
    ``DecodeOptions.max_pixels`` *before* any pixel is decoded, so a decompression
    bomb is a recorded failure, never an out-of-memory kill. Pillow's global
-   ``Image.MAX_IMAGE_PIXELS`` is never modified.
+   ``Image.MAX_IMAGE_PIXELS`` is never modified. A file over 1 MiB is
+   identified from its header before the rest of it is read: one that is no
+   image, a bomb, or larger than ``DecodeOptions.max_file_bytes`` (or than any
+   JPEG of its declared size can be) is rejected without being read whole. A
+   JPEG whose scans hold fewer bytes (or restart markers) than its declared
+   size needs is reported as truncated, even when it ends in an end-of-image
+   marker (libjpeg would fill the missing part with grey).
 2. The image is decoded at a reduced size: the scale ``s`` is the largest of
    8, 4, 2, 1 for which both ``W // s`` and ``H // s`` stay ``>= min_side``.
    JPEGs get this for free from libjpeg's DCT scaling (``Image.draft``),
@@ -42,6 +48,10 @@ the upright reduced image: the pixels become a view of the rows and columns
 inside the bars and the box the part of it the hashes cover (:func:`trim_box`).
 
 Only the first frame of an animated GIF/WebP/TIFF is used.
+
+Warnings Pillow emits while decoding (a corrupt EXIF block, a malformed APNG, ...)
+do not name the file; they are caught and given again as one
+:class:`ImageDecodeWarning` per image, its message starting with the file's name.
 """
 
 from __future__ import annotations
@@ -49,12 +59,13 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 import stat
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple, TypeAlias, cast
+from typing import IO, NamedTuple, TypeAlias, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -63,7 +74,14 @@ from PIL import Image, UnidentifiedImageError
 from leakaudit._validation import check_bool, check_int, describe
 from leakaudit.errors import ImageLoadError
 
-__all__ = ["Box", "DecodeOptions", "ImageSource", "ReducedGrey", "load_reduced_grey"]
+__all__ = [
+    "Box",
+    "DecodeOptions",
+    "ImageDecodeWarning",
+    "ImageSource",
+    "ReducedGrey",
+    "load_reduced_grey",
+]
 
 ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
 """What the loaders accept: a path, the encoded bytes of a file, or a PIL image."""
@@ -128,6 +146,32 @@ _BOX_TRANSPOSE: dict[Image.Transpose, Callable[[Box, int, int], Box]] = {
 _ALPHA_MODES = frozenset({"RGBA", "LA", "PA", "RGBa", "La"})
 _WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I", "F"})
 
+#: The default ``DecodeOptions.max_file_bytes``: 512 MiB.
+MAX_FILE_BYTES = 512 * 2**20
+#: How much of a file larger than ``max_file_bytes`` is read to tell whether it is an
+#: image at all (its reason is then "file too large" rather than "not an image").
+_HEADER_BYTES = 64 * 2**10
+#: Files up to this size are read whole straight away, as cheap as reading a header
+#: (the decode identifies them); larger ones are identified from their header first.
+_IDENTIFY_ABOVE = 2**20
+#: The most a JPEG can hold per declared pixel (and frame): a Huffman code of at most
+#: 16 bits plus 11 bits of value for each of the 64 coefficients of an 8 x 8 block is
+#: 27 bits per pixel and component; 4 components, every byte stuffed, a progressive
+#: file's refinement scans: under 64 bytes.
+_JPEG_BYTES_PER_PIXEL = 64
+#: What a JPEG may hold besides its pixels: EXIF (with a thumbnail), ICC and XMP
+#: segments, a motion photo's video appended after the image.
+_JPEG_OTHER_BYTES = 64 * 2**20
+
+
+class ImageDecodeWarning(UserWarning):
+    """An image was decoded (and hashed), but warnings were raised meanwhile.
+
+    Pillow's own warnings (``Corrupt EXIF data``, ``Invalid APNG``, ...) name no
+    file; they are given again naming it (or ``<bytes #i>`` / ``<PIL image #i>``):
+    one warning for one image, one summary for a batch.
+    """
+
 
 @dataclass(frozen=True)
 class DecodeOptions:
@@ -150,6 +194,13 @@ class DecodeOptions:
         reported as decompression bombs and never decoded. Pillow's own guard
         still refuses images above ``2 * PIL.Image.MAX_IMAGE_PIXELS``; those are
         reported the same way.
+    max_file_bytes : int, default 536_870_912 (512 MiB)
+        Files larger than this are reported as failures ("file too large: N bytes
+        exceeds max_file_bytes=M") after reading only their header, never read
+        whole. A JPEG is also refused when it is larger than any JPEG of its
+        declared size can be (64 bytes per pixel plus 64 MiB of metadata: a small
+        image's header in front of a huge tail). Raise the limit for very large
+        uncompressed TIFF, BMP or PPM files; in-memory bytes are not checked.
     trim_borders : bool, default False
         Hash only what lies inside uniform borders: letterbox bars (top and
         bottom), pillarbox bars (left and right) and padding on any side, in a
@@ -173,6 +224,8 @@ class DecodeOptions:
     (0, 0, 0)
     >>> DecodeOptions(trim_borders=True).trim_borders
     True
+    >>> DecodeOptions().max_file_bytes == 512 * 2**20
+    True
     """
 
     min_side: int | None = 64
@@ -180,6 +233,7 @@ class DecodeOptions:
     background: tuple[int, int, int] = (255, 255, 255)
     max_pixels: int = 178_956_970
     trim_borders: bool = False
+    max_file_bytes: int = MAX_FILE_BYTES
 
     def __post_init__(self) -> None:
         if self.min_side is not None:
@@ -198,6 +252,7 @@ class DecodeOptions:
             )
         check_int("max_pixels", self.max_pixels, 1)
         check_bool("trim_borders", self.trim_borders)
+        check_int("max_file_bytes", self.max_file_bytes, 1)
 
 
 _DEFAULT_OPTIONS = DecodeOptions()
@@ -243,20 +298,30 @@ def load_reduced_grey(
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     if isinstance(source, Image.Image):
-        pixels = grey_from_pil(source, "<in-memory PIL image>", options).pixels
+        reduced, note = _decode_pil(source, "<in-memory PIL image>", options)
     else:
-        name, data = read_source(source, "<in-memory bytes>")
-        pixels = grey_from_bytes(data, name, options).pixels
-    return Image.fromarray(np.ascontiguousarray(pixels))
+        name, data = read_source(source, "<in-memory bytes>", options)
+        reduced, note = _decode_bytes(data, name, options)
+    if note:
+        warnings.warn(note, ImageDecodeWarning, stacklevel=2)
+    return Image.fromarray(np.ascontiguousarray(reduced.pixels))
 
 
-def read_source(source: object, fallback: str) -> tuple[str, bytes]:
+def read_source(
+    source: object, fallback: str, options: DecodeOptions = _DEFAULT_OPTIONS
+) -> tuple[str, bytes]:
     """Return ``(name, encoded bytes)`` for a path or bytes source.
+
+    A file over 1 MiB is identified from its header first: one that is not an
+    image, that declares more than ``options.max_pixels`` pixels, or that is
+    larger than ``options.max_file_bytes`` (or than a JPEG of its declared size
+    can be) is refused without being read whole. Smaller files are read whole
+    (the decode identifies them). Bytes are returned as they are.
 
     Raises
     ------
     ImageLoadError
-        The file cannot be read.
+        The file cannot be read, or is refused as above.
     TypeError
         ``source`` is neither a path nor bytes.
     """
@@ -272,11 +337,12 @@ def read_source(source: object, fallback: str) -> tuple[str, bytes]:
     try:
         # Only regular files: opening a named pipe (or a device) named like an image would
         # block the whole run until a writer appears.
-        if not stat.S_ISREG(os.stat(name).st_mode):
+        status = os.stat(name)
+        if not stat.S_ISREG(status.st_mode):
             kind = "is a directory" if os.path.isdir(name) else "not a regular file"
             raise ImageLoadError(name, kind)
         with open(name, "rb") as file:
-            return name, file.read()
+            return name, _read_checked(file, name, status.st_size, options)
     except FileNotFoundError:
         raise ImageLoadError(name, "file not found") from None
     except IsADirectoryError:
@@ -288,6 +354,94 @@ def read_source(source: object, fallback: str) -> tuple[str, bytes]:
         raise
     except OSError as exc:
         raise ImageLoadError(name, f"cannot read file: {exc.strerror or exc}") from None
+
+
+def _read_checked(file: IO[bytes], name: str, size: int, options: DecodeOptions) -> bytes:
+    """Read an open file of ``size`` bytes after checking its header (see :func:`read_source`).
+
+    The header of a file over ``_IDENTIFY_ABOVE`` is parsed by Pillow itself, on
+    the file, so it reads only what identifying the format needs; the decode
+    later parses it again from the bytes, with the same result. Whatever else
+    goes wrong in the header is left for that decode to report, with its usual
+    reason.
+    """
+    limit = options.max_file_bytes
+    if size > limit:
+        head = file.read(_HEADER_BYTES)
+        if _is_image_header(head):
+            raise ImageLoadError(
+                name, f"file too large: {size} bytes exceeds max_file_bytes={limit}"
+            )
+        raise ImageLoadError(name, "not a recognised image format")
+    if size > _IDENTIFY_ABOVE:
+        bound = _plausible_size(file, name, options)
+        if bound is not None and size > bound[0]:
+            raise ImageLoadError(
+                name,
+                f"file too large: {size} bytes, more than a {bound[1]} JPEG can hold "
+                f"({bound[0]} bytes)",
+            )
+        limit = min(limit, bound[0]) if bound is not None else limit
+        file.seek(0)
+    data = file.read(size + 1)
+    if len(data) > size:  # the file grew since it was stat-ed: read on, up to the limit
+        data += file.read(max(0, limit + 1 - len(data)))
+    if len(data) > limit:
+        raise ImageLoadError(
+            name, f"file too large: more than {limit} bytes (it grew while being read)"
+        )
+    return data
+
+
+def _plausible_size(file: IO[bytes], name: str, options: DecodeOptions) -> tuple[int, str] | None:
+    """Identify the image in ``file`` and check its declared size; return a JPEG's size bound.
+
+    Returns ``(most bytes, "WxH")`` for a JPEG, None for other formats and for
+    headers Pillow cannot parse here (the decode reports those).
+
+    Raises
+    ------
+    ImageLoadError
+        Not a recognised image format, or a decompression bomb.
+    """
+    try:
+        with warnings.catch_warnings():
+            # The decode parses the header again and reports its warnings.
+            warnings.simplefilter("ignore")
+            im = Image.open(file)
+    except UnidentifiedImageError:
+        raise ImageLoadError(name, "not a recognised image format") from None
+    except Image.DecompressionBombError as exc:
+        raise _bomb_error(file, name, options, exc) from None
+    except Exception:  # a corrupt header: the decode gives the reason
+        return None
+    _check_declared_size(im.size, name, options)
+    if im.format not in ("JPEG", "MPO"):
+        return None
+    frames = getattr(im, "n_frames", 1) if im.format == "MPO" else 1
+    if not isinstance(frames, int) or frames < 1:
+        frames = 1
+    width, height = im.size
+    most = _JPEG_OTHER_BYTES + _JPEG_BYTES_PER_PIXEL * width * height * frames
+    return most, f"{width}x{height}"
+
+
+def _is_image_header(head: bytes) -> bool:
+    """Whether ``head``, the start of a file, looks like an image Pillow could open."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Image.open(io.BytesIO(head))
+    except UnidentifiedImageError:
+        # A header longer than ``head`` fails to parse: trust the format's signature.
+        prefix = head[:16]
+        return any(
+            accept is not None and accept(prefix)
+            for _, accept in (Image.OPEN[format_id] for format_id in Image.ID)
+        )
+    except Exception:  # anything else: an image whose header did not fit in ``head``
+        return True
+    return True
 
 
 def reduction_scale(width: int, height: int, min_side: int | None) -> int:
@@ -314,18 +468,41 @@ def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> ReducedGr
 
     Returns the ``(height, width)`` uint8 array of :func:`load_reduced_grey`'s image
     (possibly a read-only, non-contiguous view) and the box the hashes cover.
+    Pillow's warnings are given again as one :class:`ImageDecodeWarning` naming ``name``.
     """
+    reduced, note = _decode_bytes(data, name, options)
+    if note:
+        warnings.warn(note, ImageDecodeWarning, stacklevel=2)
+    return reduced
+
+
+def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> ReducedGrey:
+    """Apply the same pipeline to an already opened PIL image (never modified).
+
+    Returns what :func:`grey_from_bytes` does; the pixels never share memory with ``image``.
+    """
+    reduced, note = _decode_pil(image, name, options)
+    if note:
+        warnings.warn(note, ImageDecodeWarning, stacklevel=2)
+    return reduced
+
+
+def _decode_bytes(data: bytes, name: str, options: DecodeOptions) -> tuple[ReducedGrey, str]:
+    """:func:`grey_from_bytes`, returning the text of its warning ("" when none) instead."""
     if not data:
         raise ImageLoadError(name, "empty file (0 bytes)")
-    try:
-        with warnings.catch_warnings():
-            # Our own max_pixels check below replaces Pillow's warning.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Our own max_pixels check below replaces Pillow's warning.
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
             im = Image.open(io.BytesIO(data))
             _check_declared_size(im.size, name, options)
             scale = reduction_scale(im.width, im.height, options.min_side)
             drafted_box: Box | None = None
             if im.format in ("JPEG", "MPO"):
+                if _jpeg_scans_short(data):
+                    raise ImageLoadError(name, "truncated image")
                 # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
                 # only the luma plane: the two big savings of the whole pipeline.
                 side = options.min_side or 1
@@ -339,39 +516,60 @@ def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> ReducedGr
             im.load()
             orientation = _orientation(im) if options.exif_transpose else 1
             grey = _to_grey(im, options.background)
-    except ImageLoadError:
-        raise
-    except UnidentifiedImageError:
-        raise ImageLoadError(name, "not a recognised image format") from None
-    except Image.DecompressionBombError as exc:
-        size = _declared_size(data)
-        if size is not None:
-            _check_declared_size(size, name, options)
-        raise ImageLoadError(name, f"decompression bomb: {exc}") from None
-    except MemoryError:
-        raise ImageLoadError(name, "out of memory while decoding") from None
-    except Exception as exc:  # Pillow raises many types for corrupt files
-        raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    return _finish(grey, scale, orientation, drafted_box, trim=options.trim_borders)
+        except ImageLoadError:
+            raise
+        except UnidentifiedImageError:
+            raise ImageLoadError(name, "not a recognised image format") from None
+        except Image.DecompressionBombError as exc:
+            raise _bomb_error(io.BytesIO(data), name, options, exc) from None
+        except MemoryError:
+            raise ImageLoadError(name, "out of memory while decoding") from None
+        except Exception as exc:  # Pillow raises many types for corrupt files
+            raise ImageLoadError(name, _describe_decode_error(exc)) from None
+        reduced = _finish(grey, scale, orientation, drafted_box, trim=options.trim_borders)
+    return reduced, _decode_note(name, caught)
 
 
-def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> ReducedGrey:
-    """Apply the same pipeline to an already opened PIL image (never modified).
+def _decode_pil(image: Image.Image, name: str, options: DecodeOptions) -> tuple[ReducedGrey, str]:
+    """:func:`grey_from_pil`, returning the text of its warning ("" when none) instead."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            _check_declared_size(image.size, name, options)
+            scale = reduction_scale(image.width, image.height, options.min_side)
+            orientation = _orientation(image) if options.exif_transpose else 1
+            grey = _to_grey(image, options.background)
+        except ImageLoadError:
+            raise
+        except MemoryError:
+            raise ImageLoadError(name, "out of memory while decoding") from None
+        except Exception as exc:
+            raise ImageLoadError(name, _describe_decode_error(exc)) from None
+        reduced = _finish(grey, scale, orientation, None, trim=options.trim_borders)
+    return reduced, _decode_note(name, caught)
 
-    Returns what :func:`grey_from_bytes` does; the pixels never share memory with ``image``.
+
+def _decode_note(name: str, caught: list[warnings.WarningMessage]) -> str:
+    """One line naming the image and what was warned about it ("" when nothing was).
+
+    Deprecation warnings are about code, not the image: they are given again as
+    they were, under the caller's filters.
     """
-    try:
-        _check_declared_size(image.size, name, options)
-        scale = reduction_scale(image.width, image.height, options.min_side)
-        orientation = _orientation(image) if options.exif_transpose else 1
-        grey = _to_grey(image, options.background)
-    except ImageLoadError:
-        raise
-    except MemoryError:
-        raise ImageLoadError(name, "out of memory while decoding") from None
-    except Exception as exc:
-        raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    return _finish(grey, scale, orientation, None, trim=options.trim_borders)
+    texts: dict[str, None] = {}
+    for caught_warning in caught:
+        if issubclass(caught_warning.category, (DeprecationWarning, PendingDeprecationWarning)):
+            warnings.warn_explicit(
+                caught_warning.message,
+                caught_warning.category,
+                caught_warning.filename,
+                caught_warning.lineno,
+                source=caught_warning.source,
+            )
+        else:
+            texts[" ".join(str(caught_warning.message).split())] = None
+    if not texts:
+        return ""
+    return f"{name}: decoded despite warnings: {'; '.join(texts)}"
 
 
 def _finish(
@@ -619,26 +817,180 @@ def _check_declared_size(size: tuple[int, int], name: str, options: DecodeOption
         raise ImageLoadError(name, f"empty image: declared {width}x{height}")
 
 
-def _declared_size(data: bytes) -> tuple[int, int] | None:
+def _bomb_error(
+    stream: IO[bytes], name: str, options: DecodeOptions, exc: Exception
+) -> ImageLoadError:
+    """The failure for an image Pillow refused as a decompression bomb (with its declared size)."""
+    size = _declared_size(stream)
+    if size is not None:
+        try:
+            _check_declared_size(size, name, options)
+        except ImageLoadError as error:
+            return error
+    return ImageLoadError(name, f"decompression bomb: {exc}")
+
+
+def _declared_size(stream: IO[bytes]) -> tuple[int, int] | None:
     """Read the size a header declares, for files Pillow refused to open as bombs.
 
     ``Image.open`` raises before returning the image when the size exceeds
     twice Pillow's global limit; the format plugins themselves only parse the
     header, so one of them tells us the declared size without decoding anything.
     """
-    prefix = data[:16]
+    stream.seek(0)
+    prefix = stream.read(16)
     for format_id in Image.ID:
         factory, accept = Image.OPEN[format_id]
         try:
             if accept is not None and not accept(prefix):
                 continue
+            stream.seek(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                im = factory(io.BytesIO(data), "")
+                im = factory(stream, "")
         except Exception:
             continue
         return im.size
     return None
+
+
+# JPEG scan check (_jpeg_scans_short). Start-of-frame markers of Huffman-coded frames
+# (baseline, extended, progressive) -> the fewest bits a scan holds per 8 x 8 block:
+# a sequential scan codes a DC difference and at least an end-of-block code (each at
+# least 1 bit); a progressive DC scan at least 1 bit; a progressive AC scan can code
+# long runs of empty blocks in a few bits, so it gives no bound.
+_HUFFMAN_FRAMES = {0xC0: 2, 0xC1: 2, 0xC2: 1}
+_FRAME_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+# Inside entropy-coded data a 0xFF byte is followed by 0x00 (stuffing) or a restart
+# marker; anything else ends the scan.
+_SCAN_END = re.compile(rb"\xff[^\x00\xd0-\xd7]")
+_RESTART_MARKER = re.compile(rb"\xff[\xd0-\xd7]")
+# A frame: (SOF marker, width, height, {component id: (h, v) sampling}, max h, max v).
+_Frame: TypeAlias = "tuple[int, int, int, dict[int, tuple[int, int]], int, int]"
+
+
+def _jpeg_scans_short(data: bytes) -> bool:
+    """Whether a JPEG's scans certainly hold less than its declared frame needs.
+
+    libjpeg does not fail on a scan that ends early (at an end-of-image marker
+    appended to a cut-off file, or a frame header that claims more than the file
+    holds): it fills the missing blocks with grey and only warns, and Pillow
+    drops the warning. Walking the markers finds such files without decoding:
+    a scan is short when its bytes (stuffing and restart markers included) are
+    fewer than its blocks need at the least (see ``_HUFFMAN_FRAMES``), or when it
+    has fewer restart markers than its restart interval requires; the image is
+    incomplete when it ends before every component had its DC coefficients
+    coded. Anything unusual (arithmetic coding, lossless or hierarchical
+    frames, a height given later by a DNL marker, bytes between segments,
+    malformed headers) gives False: libjpeg judges those.
+    """
+    size = len(data)
+    pos = 2  # after SOI
+    frame: _Frame | None = None
+    restart = 0
+    dc_coded: set[int] = set()
+    while pos + 1 < size:
+        if data[pos] != 0xFF:
+            return False
+        marker = data[pos + 1]
+        if marker == 0xFF:  # a fill byte before the marker
+            pos += 1
+            continue
+        if marker == 0xD9:  # EOI
+            return frame is not None and not dc_coded.issuperset(frame[3])
+        if 0xD0 <= marker <= 0xD8 or marker == 0x01:  # markers without a segment
+            pos += 2
+            continue
+        if pos + 4 > size:
+            return False
+        body = pos + 4
+        end = pos + 2 + int.from_bytes(data[pos + 2 : pos + 4], "big")
+        if end < body or end > size:
+            return False
+        if marker in _FRAME_MARKERS:
+            if frame is not None or marker not in _HUFFMAN_FRAMES:
+                return False
+            frame = _jpeg_frame(data[body:end], marker)
+            if frame is None:
+                return False
+        elif marker == 0xDD and end - body >= 2:  # DRI
+            restart = int.from_bytes(data[body : body + 2], "big")
+        elif marker == 0xDA:  # SOS: the scan header, then entropy-coded data
+            if frame is None:
+                return False
+            scan = _jpeg_scan(data[body:end], frame)
+            if scan is None:
+                return False
+            ids, units, blocks, spectral_start = scan
+            if spectral_start == 0:
+                # The scan's data must not end (at a marker, or the end of the file)
+                # within its first `need` bytes; only that window is searched.
+                need = _ceil_div(blocks * _HUFFMAN_FRAMES[frame[0]], 8)
+                if end + need > size:
+                    return True
+                early = _SCAN_END.search(data, end, end + need + 1)
+                if early is not None and early.start() < end + need:
+                    return True
+                dc_coded.update(ids)
+            if not restart and dc_coded.issuperset(frame[3]):
+                # Nothing further can be short: AC scans give no bound (the usual
+                # baseline file is one scan and ends here, without reading it all).
+                return False
+            found = _SCAN_END.search(data, end)
+            stop = found.start() if found is not None else size
+            if (
+                restart
+                and len(_RESTART_MARKER.findall(data, end, stop)) < _ceil_div(units, restart) - 1
+            ):
+                return True
+            pos = stop
+            continue
+        pos = end
+    return False  # no EOI: Pillow reports a file that ends inside a scan as truncated
+
+
+def _ceil_div(numerator: int, denominator: int) -> int:
+    return -(-numerator // denominator)
+
+
+def _jpeg_frame(segment: bytes, marker: int) -> _Frame | None:
+    """The frame an SOF segment declares (see ``_Frame``), None when malformed."""
+    if len(segment) < 6:
+        return None
+    height = int.from_bytes(segment[1:3], "big")
+    width = int.from_bytes(segment[3:5], "big")
+    count = segment[5]
+    if not width or not height or not count or len(segment) < 6 + 3 * count:
+        return None
+    components: dict[int, tuple[int, int]] = {}
+    for k in range(count):
+        sampling = segment[7 + 3 * k]
+        h, v = sampling >> 4, sampling & 15
+        if not h or not v:
+            return None
+        components[segment[6 + 3 * k]] = (h, v)
+    h_max = max(h for h, _ in components.values())
+    v_max = max(v for _, v in components.values())
+    return marker, width, height, components, h_max, v_max
+
+
+def _jpeg_scan(segment: bytes, frame: _Frame) -> tuple[list[int], int, int, int] | None:
+    """``(component ids, MCUs, 8 x 8 blocks, spectral start)`` of an SOS segment."""
+    _, width, height, components, h_max, v_max = frame
+    count = segment[0] if segment else 0
+    if not count or len(segment) < 4 + 2 * count:
+        return None
+    ids = [segment[1 + 2 * k] for k in range(count)]
+    if any(i not in components for i in ids):
+        return None
+    if count == 1:  # non-interleaved: one block per MCU, the component's own size
+        h, v = components[ids[0]]
+        columns = _ceil_div(_ceil_div(width * h, h_max), 8)
+        rows = _ceil_div(_ceil_div(height * v, v_max), 8)
+        return ids, columns * rows, columns * rows, segment[1 + 2 * count]
+    units = _ceil_div(width, 8 * h_max) * _ceil_div(height, 8 * v_max)
+    per_unit = sum(components[i][0] * components[i][1] for i in ids)
+    return ids, units, units * per_unit, segment[1 + 2 * count]
 
 
 def _orientation(im: Image.Image) -> int:
