@@ -192,7 +192,7 @@ def _hash_batch(
         cached = hash_sources_cached(
             [cells[i]["path"] for i in files],
             cache=cache_dir,
-            options=options,
+            decode=options,
             workers=1,
             progress=False,
             on_error="ignore",
@@ -221,7 +221,7 @@ def _hash_batch(
             errors[i] = "no image (the cell has neither bytes nor a path)"
             continue
         try:
-            result = hash_image(source, options=options, dihedral=dihedral)
+            result = hash_image(source, decode=options, dihedral=dihedral)
         except ImageLoadError as exc:
             errors[i] = exc.reason
             continue

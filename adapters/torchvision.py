@@ -270,7 +270,7 @@ def _hash_item(item: Any, options: DecodeOptions, dihedral: bool = False) -> _It
             image = _array_to_pil(image, Image)
         elif not isinstance(image, (Image.Image, str, os.PathLike, bytes, bytearray)):
             return f"the dataset yields {type(image).__name__}, not an image"
-        result = hash_image(image, options=options, dihedral=dihedral)
+        result = hash_image(image, decode=options, dihedral=dihedral)
     except ImageLoadError as exc:
         return exc.reason
     except (ValueError, TypeError) as exc:
@@ -432,7 +432,7 @@ def _hash_resolved(
         part = hash_sources_cached(
             paths,
             cache=cache,
-            options=options,
+            decode=options,
             workers=workers,
             progress=progress,
             on_error="raise" if on_error == "raise" else "ignore",

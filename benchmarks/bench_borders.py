@@ -23,7 +23,7 @@ interleaved, best of ``--repeat``; the ratio is the figure to read.
 The tolerance sweep and the crop schemes are computed in-process from one decode per file
 (``grey_from_bytes`` with trimming off, then :func:`leakaudit.loading.trim_box` with the
 swept parameters); the default parameters are checked bit-for-bit against
-``hash_sources(options=DecodeOptions(trim_borders=True))``.
+``hash_sources(decode=DecodeOptions(trim_borders=True))``.
 
 Run from the repository root::
 
@@ -536,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # The in-process trim at the default parameters is exactly what hash_sources does.
     check = frame.groupby("variant").head(3)["path"].tolist()
-    table = hash_sources(check, options=DecodeOptions(trim_borders=True), workers=1)
+    table = hash_sources(check, decode=DecodeOptions(trim_borders=True), workers=1)
     index = {p: i for i, p in enumerate(frame["path"])}
     ours = hash_scheme([decoded[index[p]] for p in check], scheme_trim(Trim()))
     assert np.array_equal(np.asarray(table.phash, dtype=np.uint64), ours[0][:, 0])
@@ -696,7 +696,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for _ in range(args.repeat):
             for trim in (False, True):
                 start = time.perf_counter()
-                hash_sources(paths, options=DecodeOptions(trim_borders=trim), workers=1)
+                hash_sources(paths, decode=DecodeOptions(trim_borders=trim), workers=1)
                 times[trim].append(time.perf_counter() - start)
         off_s, on_s = min(times[False]), min(times[True])
         cost_rows.append(

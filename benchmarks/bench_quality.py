@@ -251,7 +251,7 @@ def hash_ours(paths: Sequence[str], min_side: int | None, workers: int) -> Hashe
     from leakaudit.loading import DecodeOptions
 
     start = time.perf_counter()
-    table = hash_sources(list(paths), options=DecodeOptions(min_side=min_side), workers=workers)
+    table = hash_sources(list(paths), decode=DecodeOptions(min_side=min_side), workers=workers)
     seconds = time.perf_counter() - start
     valid = np.asarray(table.valid, dtype=bool)
     low = int(np.count_nonzero(np.asarray(table.low_information, dtype=bool) & valid))

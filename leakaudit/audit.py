@@ -27,7 +27,7 @@ from leakaudit.listing import (
     drop_repeated_paths,
     list_image_paths,
 )
-from leakaudit.loading import DecodeOptions
+from leakaudit.loading import DecodeOptions, resolve_decode
 from leakaudit.policy import (
     DEFAULT_METHOD,
     ThresholdSpec,
@@ -120,7 +120,7 @@ def audit_sources(
         raise ValueError(
             f"names must have one entry per source (length {len(items)}); got length {len(names)}."
         )
-    options = decode if decode is not None else DecodeOptions()
+    options = resolve_decode(decode)
     table, files = _hash_sources_cached(
         items,
         cache=cache,

@@ -120,7 +120,7 @@ from leakaudit.hashing import (
     _summarise_errors,
     hash_sources,
 )
-from leakaudit.loading import _DEFAULT_OPTIONS, DecodeOptions, ImageSource
+from leakaudit.loading import DecodeOptions, ImageSource, resolve_decode
 
 __all__ = [
     "CACHE_DIR_ENV",
@@ -772,7 +772,7 @@ def hash_sources_cached(
     sources: Sequence[ImageSource],
     *,
     cache: CacheSpec = True,
-    options: DecodeOptions = _DEFAULT_OPTIONS,
+    decode: DecodeOptions | None = None,
     workers: int | None = None,
     progress: bool | None = None,
     on_error: str = "warn",
@@ -794,7 +794,7 @@ def hash_sources_cached(
     cache : bool, str, os.PathLike, HashCache or None, default True
         True: the :func:`default_cache_dir`; a folder: that one; False/None:
         plain ``hash_sources``.
-    options, workers, progress, on_error, dihedral
+    decode, workers, progress, on_error, dihedral
         As in :func:`~leakaudit.hashing.hash_sources`. The cache holds no
         orientation hashes: with ``dihedral=True`` every image is hashed (and
         its entry stored for plain runs).
@@ -817,7 +817,7 @@ def hash_sources_cached(
     table, _ = _hash_sources_cached(
         sources,
         cache=cache,
-        options=options,
+        options=resolve_decode(decode),
         workers=workers,
         progress=progress,
         on_error=on_error,
@@ -929,7 +929,7 @@ def _hash_sources_cached(
     if store is None:
         table = hash_sources(
             sources,
-            options=options,
+            decode=options,
             workers=workers,
             progress=progress,
             on_error=on_error,
@@ -987,7 +987,7 @@ def _hash_sources_cached(
     started_ns = time.time_ns()
     fresh = hash_sources(
         [items[i] for i in misses],
-        options=options,
+        decode=options,
         workers=workers,
         progress=progress,
         on_error="ignore",

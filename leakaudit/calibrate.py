@@ -371,7 +371,7 @@ def _draw_sample(
         batch = candidates[start : start + want + max(4, want // 10)]
         start += len(batch)
         table: HashTable = hash_sources(
-            batch, options=options, workers=workers, progress=progress, on_error="ignore"
+            batch, decode=options, workers=workers, progress=progress, on_error="ignore"
         )
         for i, path in enumerate(batch):
             if len(kept) >= sample_size:
@@ -576,7 +576,7 @@ def _planted_copies(
     bar.close()
     sample.images.clear()
     hashed = hash_sources(
-        copies, options=options, workers=workers, progress=progress, on_error="ignore"
+        copies, decode=options, workers=workers, progress=progress, on_error="ignore"
     )
     source = np.array(origin, dtype=np.int64)
     usable = hashed.valid & ~hashed.low_information  # an audit links neither by hash

@@ -210,7 +210,7 @@ def compute_hashes(
     table = hash_sources_cached(
         items,
         cache=cache,
-        options=decode if decode is not None else DecodeOptions(),
+        decode=decode,
         workers=workers,
         progress=progress,
         on_error=on_error,

@@ -68,14 +68,14 @@ from leakaudit._validation import (
 )
 from leakaudit.errors import ImageLoadError
 from leakaudit.loading import (
-    _DEFAULT_OPTIONS,
     Box,
     DecodeOptions,
     ImageDecodeWarning,
     ImageSource,
-    _decode_bytes,
-    _decode_pil,
+    grey_and_note_from_bytes,
+    grey_and_note_from_pil,
     read_source,
+    resolve_decode,
 )
 
 if TYPE_CHECKING:
@@ -688,7 +688,7 @@ def _digest_pil(image: Image.Image) -> int:
 
 
 def hash_image(
-    source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS, dihedral: bool = False
+    source: ImageSource, *, decode: DecodeOptions | None = None, dihedral: bool = False
 ) -> ImageHashes:
     """Compute pHash, dHash, the low-information flag and (if flagged) the byte digest.
 
@@ -696,7 +696,7 @@ def hash_image(
     ----------
     source : str, os.PathLike, bytes or PIL.Image.Image
         A path, the encoded bytes of an image file, or an opened image.
-    options : DecodeOptions, optional
+    decode : DecodeOptions, optional
         Decoding settings (reduced decode, EXIF orientation, background, size limit).
     dihedral : bool, default False
         Also hash the image turned to its canonical orientation(s)
@@ -722,16 +722,15 @@ def hash_image(
     >>> hash_image(Image.new("RGB", (50, 50), "navy")).low_information
     True
     """
-    if not isinstance(options, DecodeOptions):
-        raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    options = resolve_decode(decode)
     check_bool("dihedral", dihedral)
     if isinstance(source, Image.Image):
-        reduced, note = _decode_pil(source, "<in-memory PIL image>", options)
+        reduced, note = grey_and_note_from_pil(source, "<in-memory PIL image>", options)
         phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
         digest = _digest_pil(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>", options)
-        reduced, note = _decode_bytes(data, name, options)
+        reduced, note = grey_and_note_from_bytes(data, name, options)
         phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
         digest = _digest_bytes(data) if low_information else 0
     if note:
@@ -760,7 +759,7 @@ def _hash_encoded(
 ) -> _ItemResult:
     try:
         name, data = read_source(source, name, options)
-        reduced, note = _decode_bytes(data, name, options)
+        reduced, note = grey_and_note_from_bytes(data, name, options)
         phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
     except ImageLoadError as exc:
         return exc.reason
@@ -772,7 +771,7 @@ def _hash_pil(
     image: Image.Image, name: str, options: DecodeOptions, dihedral: bool = False
 ) -> _ItemResult:
     try:
-        reduced, note = _decode_pil(image, name, options)
+        reduced, note = grey_and_note_from_pil(image, name, options)
         phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
     except ImageLoadError as exc:
         return exc.reason
@@ -937,7 +936,7 @@ def _chunks(indices: list[int], size: int) -> list[list[int]]:
 def hash_sources(
     sources: Sequence[ImageSource],
     *,
-    options: DecodeOptions = _DEFAULT_OPTIONS,
+    decode: DecodeOptions | None = None,
     workers: int | None = None,
     progress: bool | None = None,
     on_error: str = "warn",
@@ -949,7 +948,7 @@ def hash_sources(
     ----------
     sources : sequence of str, os.PathLike, bytes or PIL.Image.Image
         Paths, encoded image bytes, or opened images, in any mix.
-    options : DecodeOptions, optional
+    decode : DecodeOptions, optional
         Decoding settings shared by all images.
     workers : int or None, default None
         Processes to use; None means every usable core, and more than that are
@@ -1000,8 +999,7 @@ def hash_sources(
     ([True, False], {1: 'not a recognised image format'})
     """
     check_choice("on_error", on_error, ON_ERROR_CHOICES)
-    if not isinstance(options, DecodeOptions):
-        raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    options = resolve_decode(decode)
     check_bool("dihedral", dihedral)
     n_workers = check_workers(workers)
     usable = usable_cpu_count()

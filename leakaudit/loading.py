@@ -80,7 +80,11 @@ __all__ = [
     "ImageDecodeWarning",
     "ImageSource",
     "ReducedGrey",
+    "grey_and_note_from_bytes",
+    "grey_and_note_from_pil",
     "load_reduced_grey",
+    "read_source",
+    "resolve_decode",
 ]
 
 ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
@@ -258,16 +262,26 @@ class DecodeOptions:
 _DEFAULT_OPTIONS = DecodeOptions()
 
 
-def load_reduced_grey(
-    source: ImageSource, *, options: DecodeOptions = _DEFAULT_OPTIONS
-) -> Image.Image:
+def resolve_decode(decode: DecodeOptions | None) -> DecodeOptions:
+    """Return ``decode=`` as every entry point takes it: None means the defaults.
+
+    Raises ``TypeError`` (one wording everywhere) for anything else.
+    """
+    if decode is None:
+        return _DEFAULT_OPTIONS
+    if not isinstance(decode, DecodeOptions):
+        raise TypeError(f"decode must be a DecodeOptions or None; got {describe(decode)}.")
+    return decode
+
+
+def load_reduced_grey(source: ImageSource, *, decode: DecodeOptions | None = None) -> Image.Image:
     """Decode an image to the small greyscale picture the hashes are defined on.
 
     Parameters
     ----------
     source : str, os.PathLike, bytes or PIL.Image.Image
         A path, the encoded bytes of an image file, or an already opened image.
-    options : DecodeOptions, optional
+    decode : DecodeOptions, optional
         Reduction, orientation, transparency and size-limit settings.
 
     Returns
@@ -292,29 +306,28 @@ def load_reduced_grey(
     >>> grey = load_reduced_grey(im)
     >>> grey.mode, grey.size
     ('L', (160, 120))
-    >>> load_reduced_grey(im, options=DecodeOptions(min_side=None)).size
+    >>> load_reduced_grey(im, decode=DecodeOptions(min_side=None)).size
     (640, 480)
     """
-    if not isinstance(options, DecodeOptions):
-        raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
+    options = resolve_decode(decode)
     if isinstance(source, Image.Image):
-        reduced, note = _decode_pil(source, "<in-memory PIL image>", options)
+        reduced, note = grey_and_note_from_pil(source, "<in-memory PIL image>", options)
     else:
         name, data = read_source(source, "<in-memory bytes>", options)
-        reduced, note = _decode_bytes(data, name, options)
+        reduced, note = grey_and_note_from_bytes(data, name, options)
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
     return Image.fromarray(np.ascontiguousarray(reduced.pixels))
 
 
 def read_source(
-    source: object, fallback: str, options: DecodeOptions = _DEFAULT_OPTIONS
+    source: object, fallback: str, decode: DecodeOptions | None = None
 ) -> tuple[str, bytes]:
     """Return ``(name, encoded bytes)`` for a path or bytes source.
 
     A file over 1 MiB is identified from its header first: one that is not an
-    image, that declares more than ``options.max_pixels`` pixels, or that is
-    larger than ``options.max_file_bytes`` (or than a JPEG of its declared size
+    image, that declares more than ``decode.max_pixels`` pixels, or that is
+    larger than ``decode.max_file_bytes`` (or than a JPEG of its declared size
     can be) is refused without being read whole. Smaller files are read whole
     (the decode identifies them). Bytes are returned as they are.
 
@@ -342,7 +355,7 @@ def read_source(
             kind = "is a directory" if os.path.isdir(name) else "not a regular file"
             raise ImageLoadError(name, kind)
         with open(name, "rb") as file:
-            return name, _read_checked(file, name, status.st_size, options)
+            return name, _read_checked(file, name, status.st_size, resolve_decode(decode))
     except FileNotFoundError:
         raise ImageLoadError(name, "file not found") from None
     except IsADirectoryError:
@@ -470,7 +483,7 @@ def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> ReducedGr
     (possibly a read-only, non-contiguous view) and the box the hashes cover.
     Pillow's warnings are given again as one :class:`ImageDecodeWarning` naming ``name``.
     """
-    reduced, note = _decode_bytes(data, name, options)
+    reduced, note = grey_and_note_from_bytes(data, name, options)
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
     return reduced
@@ -481,13 +494,15 @@ def grey_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> Redu
 
     Returns what :func:`grey_from_bytes` does; the pixels never share memory with ``image``.
     """
-    reduced, note = _decode_pil(image, name, options)
+    reduced, note = grey_and_note_from_pil(image, name, options)
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
     return reduced
 
 
-def _decode_bytes(data: bytes, name: str, options: DecodeOptions) -> tuple[ReducedGrey, str]:
+def grey_and_note_from_bytes(
+    data: bytes, name: str, options: DecodeOptions
+) -> tuple[ReducedGrey, str]:
     """:func:`grey_from_bytes`, returning the text of its warning ("" when none) instead."""
     if not data:
         raise ImageLoadError(name, "empty file (0 bytes)")
@@ -530,7 +545,9 @@ def _decode_bytes(data: bytes, name: str, options: DecodeOptions) -> tuple[Reduc
     return reduced, _decode_note(name, caught)
 
 
-def _decode_pil(image: Image.Image, name: str, options: DecodeOptions) -> tuple[ReducedGrey, str]:
+def grey_and_note_from_pil(
+    image: Image.Image, name: str, options: DecodeOptions
+) -> tuple[ReducedGrey, str]:
     """:func:`grey_from_pil`, returning the text of its warning ("" when none) instead."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -29,7 +29,7 @@ THRESHOLD = DEFAULT_THRESHOLDS["phash+dhash"]
 
 def distance(a: object, b: object, options: DecodeOptions = TRIM) -> int:
     """The distance the default rule applies to: the larger of the pHash and dHash distances."""
-    ha, hb = hash_image(a, options=options), hash_image(b, options=options)  # type: ignore[arg-type]
+    ha, hb = hash_image(a, decode=options), hash_image(b, decode=options)  # type: ignore[arg-type]
     return max((ha.phash ^ hb.phash).bit_count(), (ha.dhash ^ hb.dhash).bit_count())
 
 
@@ -184,7 +184,7 @@ def test_a_graded_sky_is_not_trimmed(noise: float, ramp: float, horizon: float) 
         for data in (_png(sky), _jpeg(sky)):
             pixels, box = grey_from_bytes(data, "sky", DecodeOptions())
             assert trim_box(pixels, box) is None
-            assert hash_image(data, options=TRIM) == hash_image(data)
+            assert hash_image(data, decode=TRIM) == hash_image(data)
 
 
 @pytest.mark.parametrize("colour", [(0, 0, 0), (255, 255, 255), (60, 60, 60)])
@@ -207,7 +207,7 @@ def test_unpadded_photos_are_not_trimmed() -> None:
     for seed in range(30):
         image = photo(seed)
         for data in (_png(image), _jpeg(image, 75)):
-            assert hash_image(data, options=TRIM) == hash_image(data)
+            assert hash_image(data, decode=TRIM) == hash_image(data)
 
 
 def test_an_exactly_flat_strip_is_trimmed_alike_in_every_copy() -> None:
@@ -237,7 +237,7 @@ def test_an_exactly_flat_strip_is_trimmed_alike_in_every_copy() -> None:
 def test_blank_images_stay_untrimmed_and_low_information(image: Image.Image) -> None:
     pixels, box = grey_from_pil(image, "blank", DecodeOptions())
     assert trim_box(pixels, box) is None
-    hashes = hash_image(image, options=TRIM)
+    hashes = hash_image(image, decode=TRIM)
     assert hashes.low_information
     assert hashes == hash_image(image)
 
@@ -262,7 +262,7 @@ def test_trimming_applies_to_the_upright_image() -> None:
 def test_load_reduced_grey_returns_the_trimmed_pixels() -> None:
     padded = place(photo(15, (400, 300)), (400, 400), (0, 0, 0))
     assert load_reduced_grey(padded).size == (100, 100)
-    trimmed = load_reduced_grey(padded, options=TRIM)
+    trimmed = load_reduced_grey(padded, decode=TRIM)
     assert trimmed.size[0] == 100 and 73 <= trimmed.size[1] <= 75
     assert np.asarray(trimmed).min(axis=1).max() > 0  # no black bar row left
 
@@ -273,7 +273,7 @@ def test_load_reduced_grey_returns_the_trimmed_pixels() -> None:
 def test_trim_borders_is_off_by_default_and_changes_nothing_then() -> None:
     assert DecodeOptions().trim_borders is False
     padded = _jpeg(place(photo(16), (402, 402), (0, 0, 0)))
-    assert hash_image(padded) == hash_image(padded, options=DecodeOptions(trim_borders=False))
+    assert hash_image(padded) == hash_image(padded, decode=DecodeOptions(trim_borders=False))
     pixels, box = grey_from_bytes(padded, "padded", DecodeOptions())
     assert pixels.shape == (101, 101) and box == (0.0, 0.0, 100.5, 100.5)
 

@@ -178,8 +178,8 @@ def test_decode_options_are_part_of_the_key(tmp_path: Path) -> None:
         DecodeOptions(trim_borders=True),
     ):
         for _ in range(2):
-            got = hash_sources_cached([path], cache=cache, options=options, on_error="ignore")
-            assert_same_table(got, hash_sources([path], options=options, on_error="ignore"))
+            got = hash_sources_cached([path], cache=cache, decode=options, on_error="ignore")
+            assert_same_table(got, hash_sources([path], decode=options, on_error="ignore"))
     assert len(HashCache(tmp_path / "cache")) == 6
 
 

@@ -90,7 +90,7 @@ def fuzz_inputs() -> st.SearchStrategy[bytes]:
 
 def check_one(data: bytes) -> None:
     try:
-        hashes = hash_image(data, options=OPTIONS)
+        hashes = hash_image(data, decode=OPTIONS)
     except ImageLoadError as error:
         assert isinstance(error.reason, str) and error.reason
         return
@@ -116,7 +116,7 @@ def test_hash_image_raises_only_image_load_error(data: bytes) -> None:
 def test_hash_sources_records_each_item_as_valid_or_with_a_reason(batch: list[bytes]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = hash_sources(batch, options=OPTIONS, on_error="ignore", workers=1)
+        table = hash_sources(batch, decode=OPTIONS, on_error="ignore", workers=1)
     assert len(table) == len(batch)
     for index in range(len(batch)):
         if table.valid[index]:

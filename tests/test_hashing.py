@@ -537,8 +537,8 @@ def test_invalid_arguments() -> None:
         hash_sources("image.png")
     with pytest.raises(TypeError, match=r"sources\[1\] must be a path, bytes or a PIL image"):
         hash_sources(["a.png", 3])  # type: ignore[list-item]
-    with pytest.raises(TypeError, match="options must be a DecodeOptions"):
-        hash_sources([], options={"min_side": 3})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="decode must be a DecodeOptions"):
+        hash_sources([], decode={"min_side": 3})  # type: ignore[arg-type]
 
 
 def test_empty_batch() -> None:
@@ -549,7 +549,7 @@ def test_empty_batch() -> None:
 def test_options_reach_the_decoder(tmp_path: Path) -> None:
     photo = imagegen.photo_like(0, (300, 200))
     paths = imagegen.write_images(tmp_path, [photo])
-    table = hash_sources(paths, options=DecodeOptions(max_pixels=1000), on_error="ignore")
+    table = hash_sources(paths, decode=DecodeOptions(max_pixels=1000), on_error="ignore")
     assert table.errors[0].startswith("decompression bomb: declared 300x200")
 
 

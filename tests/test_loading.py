@@ -67,7 +67,7 @@ def test_every_format_is_reduced_by_the_same_rule(fmt: str, photo: Image.Image) 
     grey = load_reduced_grey(imagegen.encode(photo, fmt))
     assert grey.mode == "L"
     assert grey.size == (128, 96)
-    full = load_reduced_grey(imagegen.encode(photo, fmt), options=DecodeOptions(min_side=None))
+    full = load_reduced_grey(imagegen.encode(photo, fmt), decode=DecodeOptions(min_side=None))
     assert full.size == (512, 384)
 
 
@@ -123,7 +123,7 @@ def test_reduced_hashes_stay_close_to_the_full_decode() -> None:
         for size in ((263, 199), (500, 375), (1917, 1077)):
             data = imagegen.encode(imagegen.photo_like(seed, size), "PNG")
             reduced = hash_image(data)
-            full = hash_image(data, options=DecodeOptions(min_side=None))
+            full = hash_image(data, decode=DecodeOptions(min_side=None))
             phash_moves.append(distance(reduced.phash, full.phash))
             dhash_moves.append(distance(reduced.dhash, full.dhash))
     assert max(phash_moves) <= 2 and sum(phash_moves) <= 6
@@ -184,7 +184,7 @@ def test_16_bit_grey_hashes_like_its_8_bit_version(fmt: str) -> None:
     ours, reference = hash_image(data), hash_image(eight)
     assert (ours.phash, ours.dhash) == (reference.phash, reference.dhash)
     assert not ours.low_information  # convert("L") would have clipped it to flat white
-    grey = np.asarray(load_reduced_grey(data, options=DecodeOptions(min_side=None)))
+    grey = np.asarray(load_reduced_grey(data, decode=DecodeOptions(min_side=None)))
     assert grey.max() == 255 and grey.min() == 0
 
 
@@ -308,9 +308,9 @@ def test_exif_rotated_jpeg_hashes_like_the_upright_original(photo: Image.Image) 
 def test_exif_transpose_false_hashes_the_stored_pixels(photo: Image.Image) -> None:
     rotated = imagegen.exif_oriented_jpeg(photo, 6, quality=90)
     raw = DecodeOptions(exif_transpose=False)
-    assert load_reduced_grey(rotated, options=raw).size == (96, 128)
+    assert load_reduced_grey(rotated, decode=raw).size == (96, 128)
     stored = photo.transpose(Image.Transpose.ROTATE_90)
-    ours = hash_image(rotated, options=raw)
+    ours = hash_image(rotated, decode=raw)
     expected = hash_image(imagegen.encode(stored, "JPEG", quality=90))
     assert distance(ours.phash, expected.phash) <= 2
     assert distance(ours.phash, hash_image(photo).phash) > 10
@@ -343,7 +343,7 @@ def test_alpha_is_flattened_onto_the_background() -> None:
     grey = np.asarray(load_reduced_grey(icon), dtype=int)
     expected = np.asarray(on_white.convert("L"), dtype=int)
     assert np.abs(grey - expected).max() <= 1
-    black = load_reduced_grey(icon, options=DecodeOptions(background=(0, 0, 0)))
+    black = load_reduced_grey(icon, decode=DecodeOptions(background=(0, 0, 0)))
     assert np.asarray(black)[0, 0] == 0 and grey[0, 0] == 255
 
 
@@ -402,7 +402,7 @@ def test_pil_input_hashes_like_its_png(photo: Image.Image) -> None:
 
 def _reason(source: object, options: DecodeOptions | None = None) -> str:
     with pytest.raises(ImageLoadError) as info:
-        load_reduced_grey(source, options=options or DecodeOptions())  # type: ignore[arg-type]
+        load_reduced_grey(source, decode=options or DecodeOptions())  # type: ignore[arg-type]
     assert isinstance(info.value, OSError)
     return info.value.reason
 

@@ -1,7 +1,15 @@
 from __future__ import annotations
 
+import ast
+import doctest
+import importlib
+import pkgutil
 import subprocess
 import sys
+import types
+from pathlib import Path
+
+import pytest
 
 import leakaudit
 
@@ -42,3 +50,59 @@ def test_adapters_ship_inside_leakaudit() -> None:
 
     assert leakaudit.adapters.__name__ == "leakaudit.adapters"
     assert leakaudit.adapters.__file__ is not None
+
+
+def test_every_public_name_is_in_all() -> None:
+    """The reverse check: nothing public in ``leakaudit``'s namespace is left out of __all__."""
+    public = {
+        name
+        for name, value in vars(leakaudit).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and name != "annotations"  # from __future__
+    }
+    assert sorted(public - set(leakaudit.__all__)) == []
+
+
+def _core_modules() -> list[str]:
+    names = [info.name for info in pkgutil.iter_modules(leakaudit.__path__, "leakaudit.")]
+    return sorted(n for n in names if n not in ("leakaudit.__main__", "leakaudit.adapters"))
+
+
+def _package_files() -> list[Path]:
+    root = Path(leakaudit.__file__).parent
+    adapters = Path(importlib.import_module("leakaudit.adapters").__file__ or "").parent
+    return sorted([*root.glob("*.py"), *adapters.glob("*.py")])
+
+
+@pytest.mark.parametrize("path", _package_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_cross_module_imports_use_exported_names(path: Path) -> None:
+    """A module imports from another only what that module exports (a real boundary)."""
+    problems = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.ImportFrom) and node.module):
+            continue
+        if not node.module.startswith("leakaudit"):
+            continue
+        module = importlib.import_module(node.module)
+        if hasattr(module, "__path__"):
+            continue  # a package: its submodules are imported by name
+        exported = set(getattr(module, "__all__", ()))
+        problems += [
+            f"line {node.lineno}: {node.module}.{alias.name}"
+            for alias in node.names
+            if alias.name not in exported
+        ]
+    assert problems == []
+
+
+@pytest.mark.parametrize("name", _core_modules())
+def test_docstring_examples_run(name: str) -> None:
+    """The core's docstring examples are tests (``--doctest-modules`` on the core)."""
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(module, name):
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"

@@ -113,7 +113,7 @@ def test_max_file_bytes_is_an_option(tmp_path: Path) -> None:
     path = tmp_path / "photo.png"
     path.write_bytes(data)
     small = DecodeOptions(max_file_bytes=1000)
-    table = hash_sources([path, data], options=small, on_error="ignore", workers=1)
+    table = hash_sources([path, data], decode=small, on_error="ignore", workers=1)
     assert table.errors == {0: f"file too large: {len(data)} bytes exceeds max_file_bytes=1000"}
     assert table.valid[1]  # in-memory bytes are already in memory: not checked
     assert hash_sources([path], workers=1).valid.all()
