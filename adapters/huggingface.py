@@ -46,7 +46,7 @@ from leakaudit.audit import audit_hash_table, decode_parameters
 from leakaudit.cache import CacheSpec, hash_sources_cached, resolve_cache
 from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
-from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
+from leakaudit.hashing import HashTable, OrientationHashes, apply_on_error, hash_image
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport
@@ -204,11 +204,8 @@ def _hash_batch(
         for position, reason in cached.errors.items():
             errors[files[position]] = reason
         if cached.orientations is not None:
-            entries = cached.orientations
             for position, row in enumerate(files):
-                mine = entries.owner == position
-                turned_phash[row] = entries.phash[mine].copy()
-                turned_dhash[row] = entries.dhash[mine].copy()
+                turned_phash[row], turned_dhash[row] = cached.orientations.of_row(position)
     served = set(files) if cache_dir is not None else set()
     for i, cell in enumerate(cells):
         data = cell.get("bytes")
@@ -435,19 +432,13 @@ def _hash_splits(
         errors=errors,
         orientations=_orientations(parts) if dihedral else None,
     )
-    if errors and on_error == "raise":
-        first = min(errors)
-        raise ImageLoadError(f"{split[first]}[{index[first]}] {names[first]}", errors[first])
-    if errors and on_error == "warn":
-        failed = sorted(errors)
-        listed = "; ".join(f"{split[i]}[{index[i]}] ({errors[i]})" for i in failed[:10])
-        more = f"; and {len(failed) - 10} more" if len(failed) > 10 else ""
-        warnings.warn(
-            f"{len(failed)} of {len(split)} images could not be read and were left out "
-            f"(see report.table['error']): {listed}{more}.",
-            UnreadableImageWarning,
-            stacklevel=3,
-        )
+    apply_on_error(
+        errors,
+        on_error,
+        total=len(split),
+        name_of=lambda i: f"{split[i]}[{index[i]}] {names[i]}",
+        stacklevel=3,
+    )
     return table, split, index, names
 
 
@@ -457,9 +448,7 @@ def _orientations(parts: Sequence[Any]) -> OrientationHashes:
     Each row's entries are kept in their order (canonical first); rows are
     consecutive, so owners come out ascending.
     """
-    owners: list[np.ndarray[Any, Any]] = [np.zeros(0, dtype=np.int64)]
-    phash: list[np.ndarray[Any, Any]] = [np.zeros(0, dtype=np.uint64)]
-    dhash: list[np.ndarray[Any, Any]] = [np.zeros(0, dtype=np.uint64)]
+    pieces: list[OrientationHashes] = []
     start = 0
     for table in parts:
         # One ListArray per column; flatten() and value_lengths() honour a sliced
@@ -473,15 +462,17 @@ def _orientations(parts: Sequence[Any]) -> OrientationHashes:
                 "orientation_phash and orientation_dhash must have one length per row; the "
                 "hashed dataset is inconsistent (re-run with load_from_cache_file=False)."
             )
-        owners.append(
-            np.repeat(np.arange(start, start + table.num_rows, dtype=np.int64), counts[0])
+        pieces.append(
+            OrientationHashes(
+                owner=np.repeat(
+                    np.arange(start, start + table.num_rows, dtype=np.int64), counts[0]
+                ),
+                phash=np.asarray(turned[0].flatten().to_numpy(), dtype=np.uint64),
+                dhash=np.asarray(turned[1].flatten().to_numpy(), dtype=np.uint64),
+            )
         )
-        phash.append(np.asarray(turned[0].flatten().to_numpy(), dtype=np.uint64))
-        dhash.append(np.asarray(turned[1].flatten().to_numpy(), dtype=np.uint64))
         start += table.num_rows
-    return OrientationHashes(
-        owner=np.concatenate(owners), phash=np.concatenate(phash), dhash=np.concatenate(dhash)
-    )
+    return OrientationHashes.merge(pieces)
 
 
 def _audit(

@@ -61,7 +61,7 @@ from leakaudit.audit import audit_hash_table, decode_parameters
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import SplitPlan, clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
-from leakaudit.hashing import HashTable, OrientationHashes, UnreadableImageWarning, hash_image
+from leakaudit.hashing import HashTable, OrientationHashes, apply_on_error, hash_image
 from leakaudit.listing import IMAGE_EXTENSIONS
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
@@ -483,36 +483,17 @@ def _hash_resolved(
         low_information=low,
         valid=valid,
         errors=errors,
-        orientations=_merge_orientations(turned) if dihedral else None,
+        orientations=OrientationHashes.merge(turned) if dihedral else None,
     )
-    if errors and on_error == "warn":
-        failed = sorted(errors)
-        listed = "; ".join(f"{split[i]}[{index[i]}] {names[i]} ({errors[i]})" for i in failed[:10])
-        more = f"; and {len(failed) - 10} more" if len(failed) > 10 else ""
-        warnings.warn(
-            f"{len(failed)} of {total} images could not be read and were left out "
-            f"(see report.table['error']): {listed}{more}.",
-            UnreadableImageWarning,
+    if on_error == "warn":  # "raise" raised the first failure as it was met
+        apply_on_error(
+            errors,
+            on_error,
+            total=total,
+            name_of=lambda i: f"{split[i]}[{index[i]}] {names[i]}",
             stacklevel=3,
         )
     return _Hashed(table=table, split=split, index=index, label=labels, names=names)
-
-
-def _merge_orientations(parts: Sequence[OrientationHashes]) -> OrientationHashes:
-    """One :class:`OrientationHashes` from parts whose owners are already table rows.
-
-    The parts cover disjoint rows; a stable sort by owner makes owners ascending
-    and keeps each row's entries in their order (the canonical orientation first).
-    """
-    owner = np.concatenate([np.zeros(0, dtype=np.int64), *(p.owner for p in parts)])
-    phash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.phash for p in parts)])
-    dhash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.dhash for p in parts)])
-    order = np.argsort(owner, kind="stable")
-    return OrientationHashes(
-        owner=owner[order].astype(np.int64, copy=False),
-        phash=phash[order].astype(np.uint64, copy=False),
-        dhash=dhash[order].astype(np.uint64, copy=False),
-    )
 
 
 def _report_from(

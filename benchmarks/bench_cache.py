@@ -46,7 +46,7 @@ from PIL import Image
 
 from leakaudit import audit_hash_table, audit_splits
 from leakaudit.audit import _fill_copy_digests
-from leakaudit.cache import CacheWarning, HashCache, _hash_sources_cached
+from leakaudit.cache import CacheWarning, HashCache, hash_sources_with_files
 from leakaudit.listing import list_image_paths
 from leakaudit.loading import DecodeOptions
 
@@ -166,7 +166,7 @@ def breakdown(folders: dict[str, Path], cache_dir: Path, workers: int | None) ->
         labels += [name] * len(paths)
     times["list"] = time.perf_counter() - start
     mark = time.perf_counter()
-    table, files = _hash_sources_cached(
+    table, files = hash_sources_with_files(
         sources,
         cache=HashCache(cache_dir),
         options=DecodeOptions(),

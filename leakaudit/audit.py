@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._validation import check_bool, describe
-from leakaudit.cache import CacheSpec, _CachedFiles, _hash_sources_cached
+from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
 from leakaudit.frames import frame_from_hash_table
 from leakaudit.grouping import link_labels
 from leakaudit.hashing import HashTable
@@ -121,7 +121,7 @@ def audit_sources(
             f"names must have one entry per source (length {len(items)}); got length {len(names)}."
         )
     options = resolve_decode(decode)
-    table, files = _hash_sources_cached(
+    table, files = hash_sources_with_files(
         items,
         cache=cache,
         options=options,
@@ -175,7 +175,7 @@ def _fill_copy_digests(
     frame: pd.DataFrame,
     table: HashTable,
     items: Sequence[Any],
-    files: _CachedFiles | None = None,
+    files: CachedFiles | None = None,
 ) -> None:
     """Fill ``digest`` for rows whose two hashes equal another row's: the only byte-copy candidates.
 

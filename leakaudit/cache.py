@@ -111,14 +111,13 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._validation import check_bool, check_choice, describe
-from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     ON_ERROR_CHOICES,
     HashTable,
     OrientationHashes,
-    UnreadableImageWarning,
-    _summarise_errors,
+    apply_on_error,
     hash_sources,
+    source_name,
 )
 from leakaudit.loading import DecodeOptions, ImageSource, resolve_decode
 
@@ -127,9 +126,11 @@ __all__ = [
     "HASH_VERSION",
     "CacheSpec",
     "CacheWarning",
+    "CachedFiles",
     "HashCache",
     "default_cache_dir",
     "hash_sources_cached",
+    "hash_sources_with_files",
     "resolve_cache",
 ]
 
@@ -759,15 +760,6 @@ def _check_source(item: object, index: int) -> None:
         )
 
 
-def _source_name(item: object, index: int) -> str:
-    # The names hash_sources gives (the table must not depend on what was cached).
-    if isinstance(item, (str, os.PathLike)):
-        return str(os.fspath(item))
-    if isinstance(item, Image.Image):
-        return f"<PIL image #{index}>"
-    return f"<bytes #{index}>"
-
-
 def hash_sources_cached(
     sources: Sequence[ImageSource],
     *,
@@ -814,7 +806,7 @@ def hash_sources_cached(
     >>> bool(first.phash[0] == second.phash[0])
     True
     """
-    table, _ = _hash_sources_cached(
+    table, _ = hash_sources_with_files(
         sources,
         cache=cache,
         options=resolve_decode(decode),
@@ -827,7 +819,7 @@ def hash_sources_cached(
 
 
 @dataclass
-class _CachedFiles:
+class CachedFiles:
     """What one cached hashing run knows about its file rows, for the digests asked for later.
 
     ``rows[k]`` is the row of the ``k``-th cacheable file, ``keys[k]`` its cache key and
@@ -902,19 +894,19 @@ def _turned_by_row(fresh: HashTable, misses: Sequence[int]) -> dict[int, bytes]:
 
 def _orientations(*parts: dict[int, bytes]) -> OrientationHashes:
     """One :class:`OrientationHashes` from packed pairs by row (rows ascending, order kept)."""
-    merged = {row: packed for part in parts for row, packed in part.items()}
-    rows = sorted(merged)
-    packed = b"".join(merged[row] for row in rows)
-    pairs = np.frombuffer(packed, dtype="<u8").reshape(-1, 2).astype(np.uint64)
-    counts = [len(merged[row]) // _TURNED_PAIR.size for row in rows]
-    return OrientationHashes(
-        owner=np.repeat(np.asarray(rows, dtype=np.int64), counts),
-        phash=pairs[:, 0].copy(),
-        dhash=pairs[:, 1].copy(),
-    )
+    pieces = []
+    for part in parts:
+        rows = list(part)
+        pairs = np.frombuffer(b"".join(part.values()), dtype="<u8").reshape(-1, 2)
+        counts = [len(part[row]) // _TURNED_PAIR.size for row in rows]
+        owner = np.repeat(np.asarray(rows, dtype=np.int64), counts)
+        pieces.append(
+            OrientationHashes(owner, pairs[:, 0].astype(np.uint64), pairs[:, 1].astype(np.uint64))
+        )
+    return OrientationHashes.merge(pieces)
 
 
-def _hash_sources_cached(
+def hash_sources_with_files(
     sources: Sequence[ImageSource],
     *,
     cache: CacheSpec,
@@ -923,7 +915,7 @@ def _hash_sources_cached(
     progress: bool | None,
     on_error: str,
     dihedral: bool = False,
-) -> tuple[HashTable, _CachedFiles | None]:
+) -> tuple[HashTable, CachedFiles | None]:
     """:func:`hash_sources_cached`, plus what it knows of the files (None: uncached)."""
     store = resolve_cache(cache)
     if store is None:
@@ -953,7 +945,7 @@ def _hash_sources_cached(
     else:
         for index, item in enumerate(items):
             _check_source(item, index)
-        names = [_source_name(item, i) for i, item in enumerate(items)]
+        names = [source_name(item, i) for i, item in enumerate(items)]
         file_rows = [
             i
             for i, item in enumerate(items)
@@ -1037,10 +1029,8 @@ def _hash_sources_cached(
             {rows[k]: turned[k] for k in np.flatnonzero(hit).tolist() if k in turned},
             fresh_turned,
         )
-    if table.errors and on_error == "raise":
-        first = min(table.errors)
-        raise ImageLoadError(names[first], table.errors[first])
-    if table.errors and on_error == "warn":
-        warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=3)
-    files = _CachedFiles(store, context, names, rows, keys, identities, results)
+    apply_on_error(
+        table.errors, on_error, total=len(names), name_of=names.__getitem__, stacklevel=3
+    )
+    files = CachedFiles(store, context, names, rows, keys, identities, results)
     return table, files

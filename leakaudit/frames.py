@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.grouping import link_labels
-from leakaudit.hashing import HASH_METHODS, HashTable, hashes_to_hex
+from leakaudit.hashing import HASH_METHODS, HashTable, hashes_to_hex, source_name
 from leakaudit.loading import DecodeOptions
 
 __all__ = [
@@ -73,16 +73,6 @@ def _split_labels(split: Any, n: int) -> list[str | None]:
         else:
             out.append(str(label))
     return out
-
-
-def _source_names(paths: Sequence[ImageSource]) -> list[str]:
-    names = []
-    for index, item in enumerate(paths):
-        if isinstance(item, (str, os.PathLike)):
-            names.append(os.fspath(item))
-        else:
-            names.append(f"<{type(item).__name__} #{index}>")
-    return names
 
 
 def frame_from_hash_table(
@@ -215,7 +205,9 @@ def compute_hashes(
         progress=progress,
         on_error=on_error,
     )
-    return frame_from_hash_table(table, labels, method=method, paths=_source_names(items))
+    return frame_from_hash_table(
+        table, labels, method=method, paths=[source_name(item, i) for i, item in enumerate(items)]
+    )
 
 
 _HEX_NIBBLES = np.full(256, 255, dtype=np.uint8)

@@ -46,7 +46,7 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -85,10 +85,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HASH_METHODS",
+    "ON_ERROR_CHOICES",
     "HashTable",
     "ImageHashes",
     "OrientationHashes",
     "UnreadableImageWarning",
+    "apply_on_error",
     "dihedral_orientations",
     "hamming_distance",
     "hash_image",
@@ -96,6 +98,7 @@ __all__ = [
     "hashes_to_hex",
     "hex_to_hashes",
     "popcount64",
+    "source_name",
 ]
 
 HASH_METHODS: tuple[str, ...] = ("dhash", "phash")
@@ -225,6 +228,38 @@ class OrientationHashes:
 
     def __len__(self) -> int:
         return len(self.owner)
+
+    @classmethod
+    def merge(cls, parts: Sequence[OrientationHashes]) -> OrientationHashes:
+        """One set of entries from parts whose owners are already table rows.
+
+        The one way orientation entries are assembled (hashing, the cache, both
+        adapters). The parts cover disjoint rows; a stable sort by owner makes
+        owners ascending and keeps each row's entries in their order (the
+        canonical orientation first).
+
+        Examples
+        --------
+        >>> a = OrientationHashes(np.array([2]), np.array([5], np.uint64), np.array([6], np.uint64))
+        >>> b = OrientationHashes(np.array([0, 0]), np.array([1, 3], np.uint64),
+        ...                       np.array([2, 4], np.uint64))
+        >>> OrientationHashes.merge([a, b]).owner.tolist()
+        [0, 0, 2]
+        """
+        owner = np.concatenate([np.zeros(0, dtype=np.int64), *(p.owner for p in parts)])
+        phash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.phash for p in parts)])
+        dhash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.dhash for p in parts)])
+        order = np.argsort(owner, kind="stable")
+        return cls(
+            owner=owner[order].astype(np.int64, copy=False),
+            phash=phash[order].astype(np.uint64, copy=False),
+            dhash=dhash[order].astype(np.uint64, copy=False),
+        )
+
+    def of_row(self, row: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+        """The ``(phash, dhash)`` entries of one row, in their order."""
+        start, stop = np.searchsorted(self.owner, [row, row + 1])
+        return self.phash[start:stop], self.dhash[start:stop]
 
     def take(self, rows: NDArray[np.intp]) -> OrientationHashes:
         """The entries of ``rows`` (in that order), renumbered to positions in ``rows``."""
@@ -885,6 +920,24 @@ class _Collector:
         )
 
 
+def source_name(item: object, index: int) -> str:
+    """What the tables call source ``index``: its path, or ``<bytes #i>`` / ``<PIL image #i>``.
+
+    The one naming of in-memory images, shared by hashing, the cache and the
+    DataFrame API.
+
+    Examples
+    --------
+    >>> source_name("train/a.jpg", 0), source_name(b"...", 3)
+    ('train/a.jpg', '<bytes #3>')
+    """
+    if isinstance(item, (str, os.PathLike)):
+        return str(os.fspath(item))
+    if isinstance(item, Image.Image):
+        return f"<PIL image #{index}>"
+    return f"<bytes #{index}>"
+
+
 def _normalise_sources(
     sources: Sequence[ImageSource],
 ) -> tuple[list[str | bytes | Image.Image], list[str]]:
@@ -907,10 +960,10 @@ def _normalise_sources(
             names.append(path)
         elif isinstance(source, (bytes, bytearray, memoryview)):
             items.append(bytes(source))
-            names.append(f"<bytes #{i}>")
+            names.append(source_name(source, i))
         elif isinstance(source, Image.Image):
             items.append(source)
-            names.append(f"<PIL image #{i}>")
+            names.append(source_name(source, i))
         else:
             raise TypeError(
                 f"sources[{i}] must be a path, bytes or a PIL image; got {type(source).__name__}."
@@ -1038,8 +1091,8 @@ def hash_sources(
     table = collector.table(dihedral)
     if collector.notes:
         warnings.warn(_summarise_notes(collector.notes, n), ImageDecodeWarning, stacklevel=2)
-    if table.errors and on_error == "warn":
-        warnings.warn(_summarise_errors(table), UnreadableImageWarning, stacklevel=2)
+    if on_error == "warn":  # "raise" has already raised the first failure, in input order
+        apply_on_error(table.errors, on_error, total=n, name_of=table.sources.__getitem__)
     return table
 
 
@@ -1225,16 +1278,61 @@ def _summarise_notes(notes: dict[int, str], total: int, shown: int = 10) -> str:
     )
 
 
-def _summarise_errors(table: HashTable, shown: int = 10) -> str:
-    failed = sorted(table.errors)
-    listed = "; ".join(f"{table.sources[i]} ({table.errors[i]})" for i in failed[:shown])
+def apply_on_error(
+    errors: Mapping[int, str],
+    on_error: str,
+    *,
+    total: int,
+    name_of: Callable[[int], str],
+    stacklevel: int = 2,
+    shown: int = 10,
+) -> None:
+    """The unreadable-image policy, applied the one way every entry point applies it.
+
+    ``"raise"``: the first failure (in row order) as
+    :class:`~leakaudit.errors.ImageLoadError`; ``"warn"``: one
+    :class:`UnreadableImageWarning` naming them (the first ``shown``, then a
+    count); ``"ignore"``: nothing. Either way every failure stays recorded.
+
+    Parameters
+    ----------
+    errors : mapping of int to str
+        Row -> why that image could not be read.
+    on_error : {"warn", "raise", "ignore"}
+    total : int
+        Rows in the batch.
+    name_of : callable
+        Row -> how to name that image to the user.
+    stacklevel : int
+        Of the warning, counted from the caller of this function.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     names = ["a", "b", "c"]
+    ...     apply_on_error({1: "truncated image"}, "warn", total=3, name_of=names.__getitem__)
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    1 of 3 images could not be read; they stay in the table without a hash (the 'error'
+    column says why) and take no part in grouping: b (truncated image).
+    """
+    if not errors:
+        return
+    failed = sorted(errors)
+    if on_error == "raise":
+        raise ImageLoadError(name_of(failed[0]), errors[failed[0]])
+    if on_error != "warn":
+        return
+    listed = "; ".join(f"{name_of(i)} ({errors[i]})" for i in failed[:shown])
     more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""
     # "1 of 8 images", "3 of 8 images": the noun counts the total
-    noun = "image" if len(table.sources) == 1 else "images"
-    return (
-        f"{len(failed)} of {len(table.sources)} {noun} could not be read; they are kept "
-        f"without a hash, each with its reason ('error' column, HashTable.errors): "
-        f"{listed}{more}."
+    noun = "image" if total == 1 else "images"
+    warnings.warn(
+        f"{len(failed)} of {total} {noun} could not be read; they stay in the table without a "
+        f"hash (the 'error' column says why) and take no part in grouping: {listed}{more}.",
+        UnreadableImageWarning,
+        stacklevel=stacklevel + 1,
     )
 
 

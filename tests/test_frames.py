@@ -183,3 +183,20 @@ def test_hex_parse_matches_int_per_row(values: list[str | None]) -> None:
         text = (value or "").strip()
         assert ok == bool(text)
         assert number == (int(text, 16) if text else 0)
+
+
+def test_in_memory_images_have_one_naming_scheme() -> None:
+    """compute_hashes said <Image #0> where audit_sources said <PIL image #0>."""
+    from leakaudit import audit_sources
+
+    image = photo_like_image(3)
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    sources = [image, buffer.getvalue()]
+    frame = compute_hashes(sources, split=["a", "b"], cache=False)
+    report = audit_sources(sources, ["a", "b"], workers=1, cache=False)
+    assert report.table is not None
+    assert frame["path"].tolist() == report.table["path"].tolist() == [
+        "<PIL image #0>",
+        "<bytes #1>",
+    ]
