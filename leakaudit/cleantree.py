@@ -350,8 +350,8 @@ def _plan_images(
         error = errors.iat[i] if errors is not None else None
         note = f"unreadable image ({error}); copied as it is" if isinstance(error, str) else ""
         old_split = str(cleaned["original_split"].iat[i])
-        group = cleaned["group_id"].iat[i]
-        group = None if pd.isna(group) else int(group)
+        raw_group: Any = cleaned["group_id"].iat[i]
+        group = None if pd.isna(raw_group) else int(raw_group)
         if dropped is not None and bool(dropped.iat[i]):
             planned[old] = PlannedEntry(old, "", old_split, "", "dropped", group, note)
             continue
@@ -686,6 +686,7 @@ def write_tree(
                 frame.to_csv(fh, index=False)
             _install(staging, target)
         else:
+            assert manifest is not None  # manifest_inside returns a path for None
             summary.manifest = Path(manifest)
             with atomic_open(manifest, errors="surrogateescape", newline="") as fh:
                 frame.to_csv(fh, index=False)

@@ -273,7 +273,7 @@ def _shared_code_edges(
 
 
 def _exact_key_edges(
-    keys: Sequence[Any], eligible: NDArray[np.bool_]
+    keys: Sequence[Any] | NDArray[Any], eligible: NDArray[np.bool_]
 ) -> Iterator[NDArray[np.int64]]:
     """Yield edges chaining together eligible rows that share a (non-missing) key."""
     codes, _ = pd.factorize(pd.Series(list(keys), dtype=object), use_na_sentinel=True)

@@ -142,7 +142,9 @@ class LeakageReport:
         images = self.images_by_split.astype(int)
         leaked = self.leaked_images_by_split().reindex(images.index, fill_value=0).astype(int)
         fraction = (leaked / images.where(images > 0)).fillna(0.0).astype(float)
-        frame = pd.DataFrame({"images": images, "leaked": leaked, "fraction": fraction})
+        frame: pd.DataFrame = pd.DataFrame(
+            {"images": images, "leaked": leaked, "fraction": fraction}
+        )
         frame.index.name = "split"
         return frame
 
