@@ -20,7 +20,13 @@ from leakaudit.calibrate import CalibrationResult, calibrate_threshold
 from leakaudit.cleaning import SplitPlan, clean_splits, split_groups
 from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
 from leakaudit.frames import compute_hashes, find_duplicate_groups
-from leakaudit.hashing import UnreadableImageWarning, hamming_distance
+from leakaudit.hashing import (
+    HashTable,
+    OrientationHashes,
+    UnreadableImageWarning,
+    hamming_distance,
+    hash_sources,
+)
 from leakaudit.listing import FolderScanWarning, RepeatedPathWarning, list_image_files
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
@@ -34,12 +40,14 @@ __all__ = [
     "CalibrationResult",
     "DecodeOptions",
     "FolderScanWarning",
+    "HashTable",
     "ImageDecodeWarning",
     "ImageLoadError",
     "LargeGroupWarning",
     "LeakageError",
     "LeakageReport",
     "LeakauditError",
+    "OrientationHashes",
     "RepeatedPathWarning",
     "SplitPlan",
     "ThresholdRuleWarning",
@@ -54,6 +62,7 @@ __all__ = [
     "dhash_audit",
     "find_duplicate_groups",
     "hamming_distance",
+    "hash_sources",
     "list_image_files",
     "split_groups",
 ]

@@ -916,7 +916,12 @@ def hash_sources_with_files(
     on_error: str,
     dihedral: bool = False,
 ) -> tuple[HashTable, CachedFiles | None]:
-    """:func:`hash_sources_cached`, plus what it knows of the files (None: uncached)."""
+    """:func:`hash_sources_cached`, plus what it knows of the files (None: uncached).
+
+    One function on purpose: the lookup, the hashing of the misses and the
+    storing of their entries share the rows, keys and identities of one batch,
+    and splitting them would pass all of that between the parts.
+    """
     store = resolve_cache(cache)
     if store is None:
         table = hash_sources(

@@ -1107,6 +1107,12 @@ def _hash_in_pool(
     bar: Progress,
     dihedral: bool = False,
 ) -> None:
+    """Hash the encoded items in a process pool, the in-memory ones here, in input order.
+
+    One function on purpose: the futures in flight, the chunks hashed here while
+    the pool starts, the PIL results waiting for their turn and the shutdown on
+    an interrupt are one loop's shared state, and each step needs all of it.
+    """
     # Small chunks balance the load (the last one finishes alone) and keep the bar
     # moving; a chunk of 32 images is tens of milliseconds of work, far above the
     # per-task IPC cost (a list of paths out, three small arrays back).
