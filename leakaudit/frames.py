@@ -288,13 +288,18 @@ def _parse_uniform_hex(listed: list[str]) -> NDArray[np.uint64] | None:
     text = "\n".join(listed) + "\n"
     if not 0 < width <= 16 or len(text) != n * (width + 1) or not text.isascii():
         return None
-    codes = np.frombuffer(text.encode("ascii"), dtype=np.uint8).reshape(n, width + 1)
-    if not (codes[:, width] == ord("\n")).all():
+    flat = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    if not (flat[width :: width + 1] == ord("\n")).all():
         return None
-    nibbles = np.take(_HEX_NIBBLES, codes[:, :width])
-    if (nibbles == 255).any():
+    # Hex digits by arithmetic over the whole contiguous buffer (cheaper than a table
+    # lookup): '0'-'9' are 48-57; 'a'-'f' and 'A'-'F' are 97-102 and 65-70 (equal once
+    # bit 5 is set). The n newlines are the only other characters allowed.
+    digit = (flat - np.uint8(48)) < 10
+    letter = ((flat | np.uint8(32)) - np.uint8(97)) < 6
+    if int(np.count_nonzero(digit | letter)) != n * width:
         return None
-    return _combine_nibbles(nibbles)
+    nibbles = (flat & np.uint8(15)) + np.uint8(9) * (flat >> np.uint8(6))
+    return _combine_nibbles(nibbles.reshape(n, width + 1)[:, :width])
 
 
 def _combine_nibbles(nibbles: NDArray[np.uint8]) -> NDArray[np.uint64]:
