@@ -173,19 +173,11 @@ def _named(items: list[str], shown: int = 10) -> str:
     return "; ".join(items[:shown]) + more
 
 
-def _repeat_key(source: Any) -> str | None:
-    """The identity of a listed path: its folder resolved, its own name kept.
-
-    Folders are resolved (``d`` and ``./d`` and a link to ``d`` are one folder),
-    file links are not: a link in train to a test image is a real leak.
-    """
-    if not isinstance(source, (str, os.PathLike)):
-        return None
-    path = os.fspath(source)
-    if not isinstance(path, str):
-        return None
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(os.path.realpath(folder), name)
+def _path_text(source: Any) -> str | None:
+    if isinstance(source, os.PathLike):
+        path = os.fspath(source)
+        return path if isinstance(path, str) else None
+    return None
 
 
 def drop_repeated_paths(sources: list[Any], labels: list[str]) -> tuple[list[Any], list[str]]:
@@ -199,20 +191,31 @@ def drop_repeated_paths(sources: list[Any], labels: list[str]) -> tuple[list[Any
     ...     drop_repeated_paths(["d/a.jpg", "./d/a.jpg", "d/b.jpg"], ["train", "test", "test"])
     (['d/a.jpg', 'd/b.jpg'], ['train', 'test'])
     """
+    # A file's identity: its folder resolved, its own name kept. Folders are resolved
+    # (d, ./d and a link to d are one folder), file links are not: a link in train to a
+    # test image is a real leak. Each folder is resolved once (a system call per part).
+    folders: dict[str, str] = {}
     seen: dict[str, str] = {}
     keep: list[int] = []
     repeats: list[str] = []
+    separator = os.sep
     for i, source in enumerate(sources):
-        key = _repeat_key(source)
-        if key is None:
+        path = source if type(source) is str else _path_text(source)
+        if path is None:
             keep.append(i)
             continue
+        folder, sep, name = path.rpartition(separator)
+        folder = folder or (separator if sep else os.curdir)  # "/x.jpg" or "x.jpg"
+        real = folders.get(folder)
+        if real is None:
+            real = folders[folder] = os.path.realpath(folder)
+        key = real + separator + name
         first = seen.get(key)
         if first is None:
             seen[key] = labels[i]
             keep.append(i)
         else:
-            repeats.append(f"{printable(os.fspath(source))} ({first}, {labels[i]})")
+            repeats.append(f"{printable(path)} ({first}, {labels[i]})")
     if not repeats:
         return sources, labels
     warnings.warn(

@@ -112,3 +112,20 @@ def test_missing_root_and_file_root_raise(tmp_path: Path) -> None:
     (tmp_path / "file.png").write_bytes(b"x")
     with pytest.raises(NotADirectoryError, match="not a folder"):
         list_image_paths(tmp_path / "file.png")
+
+
+def test_repeated_paths_are_one_file_however_spelt(tmp_path: Path) -> None:
+    import warnings
+
+    from leakaudit.listing import RepeatedPathWarning, drop_repeated_paths
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "d")
+    top = str(tmp_path)
+    spellings = [f"{top}/d/a.jpg", f"{top}/./d/a.jpg", f"{top}//d//a.jpg", f"{top}/link/a.jpg"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kept, labels = drop_repeated_paths([*spellings, f"{top}/d/b.jpg"], list("abcde"))
+    assert kept == [spellings[0], f"{top}/d/b.jpg"] and labels == ["a", "e"]
+    assert [w.category for w in caught] == [RepeatedPathWarning]
+    assert "3 file(s) were listed more than once" in str(caught[0].message)
