@@ -9,8 +9,9 @@ reject; written raw into CSV, a cell starting with ``=`` is a spreadsheet formul
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 
-__all__ = ["printable"]
+__all__ = ["first_few", "printable"]
 
 # Categories escaped: control characters (C0, DEL, C1), lone surrogates (the
 # undecodable bytes of a non-UTF-8 name under surrogateescape), line and
@@ -53,3 +54,24 @@ def printable(text: str) -> str:
         _escape(char) if unicodedata.category(char) in _ESCAPED_CATEGORIES else char
         for char in text
     )
+
+
+def first_few(items: Iterable[str], total: int, shown: int = 10) -> str:
+    """``"a; b; c"``, or the first ``shown`` of ``total`` items and ``"; and N more"``.
+
+    How every warning and message names the files it is about.
+
+    Examples
+    --------
+    >>> first_few(["a", "b"], 2)
+    'a; b'
+    >>> first_few(["a", "b"], 12, shown=2)
+    'a; b; and 10 more'
+    """
+    listed = []
+    for item in items:
+        if len(listed) == shown:
+            break
+        listed.append(item)
+    more = f"; and {total - len(listed)} more" if total > len(listed) else ""
+    return "; ".join(listed) + more

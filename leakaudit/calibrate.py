@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from PIL import Image, ImageEnhance, ImageOps
 
 from leakaudit._progress import Progress, progress_enabled
+from leakaudit._text import first_few
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_sources, popcount64
 from leakaudit.listing import list_image_files
@@ -529,13 +530,9 @@ def _check_options(
 def _warn_unreadable(unreadable: dict[str, str]) -> None:
     if not unreadable:
         return
-    listed = "; ".join(f"{p} ({why})" for p, why in list(unreadable.items())[:10])
-    more = len(unreadable) - 10
+    listed = first_few((f"{p} ({why})" for p, why in unreadable.items()), len(unreadable))
     warnings.warn(
-        f"{len(unreadable)} sampled image(s) could not be read and were skipped: "
-        + listed
-        + (f"; and {more} more" if more > 0 else "")
-        + ".",
+        f"{len(unreadable)} sampled image(s) could not be read and were skipped: {listed}.",
         UnreadableImageWarning,
         stacklevel=3,
     )

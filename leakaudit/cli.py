@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from leakaudit import __version__
-from leakaudit._text import printable
+from leakaudit._text import first_few, printable
 from leakaudit.audit import audit_splits
 from leakaudit.cleaning import CLEAN_POLICIES
 from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
@@ -722,14 +722,12 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     )
     skipped = [entry for entry in summary.entries if entry.action == "skipped"]
     if skipped:
-        listed = "; ".join(f"{printable(e.old_path)} ({e.reason})" for e in skipped[:10])
-        more = f"; and {len(skipped) - 10} more" if len(skipped) > 10 else ""
+        listed = first_few((f"{printable(e.old_path)} ({e.reason})" for e in skipped), len(skipped))
         log.warning(
-            "%d entr%s under ROOT left out (see the manifest): %s%s",
+            "%d entr%s under ROOT left out (see the manifest): %s",
             len(skipped),
             "y" if len(skipped) == 1 else "ies",
             listed,
-            more,
         )
     print(f"Manifest: {printable(str(summary.manifest))}")
     _write_outputs(report, args)

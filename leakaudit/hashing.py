@@ -58,6 +58,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._progress import Progress, progress_enabled
+from leakaudit._text import first_few
 from leakaudit._validation import (
     check_bool,
     check_choice,
@@ -1276,11 +1277,10 @@ def _exit_when_closed(alive: Connection) -> None:
 def _summarise_notes(notes: dict[int, str], total: int, shown: int = 10) -> str:
     """One message for the images hashed despite decoder warnings (each note names its file)."""
     rows = sorted(notes)
-    listed = "; ".join(notes[i] for i in rows[:shown])
-    more = f"; and {len(rows) - shown} more" if len(rows) > shown else ""
+    listed = first_few((notes[i] for i in rows), len(rows), shown)
     return (
         f"{len(rows)} of {total} image(s) were decoded and hashed despite decoder warnings: "
-        f"{listed}{more}"
+        + listed
     )
 
 
@@ -1330,13 +1330,12 @@ def apply_on_error(
         raise ImageLoadError(name_of(failed[0]), errors[failed[0]])
     if on_error != "warn":
         return
-    listed = "; ".join(f"{name_of(i)} ({errors[i]})" for i in failed[:shown])
-    more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""
+    listed = first_few((f"{name_of(i)} ({errors[i]})" for i in failed), len(failed), shown)
     # "1 of 8 images", "3 of 8 images": the noun counts the total
     noun = "image" if total == 1 else "images"
     warnings.warn(
         f"{len(failed)} of {total} {noun} could not be read; they stay in the table without a "
-        f"hash (the 'error' column says why) and take no part in grouping: {listed}{more}.",
+        f"hash (the 'error' column says why) and take no part in grouping: {listed}.",
         UnreadableImageWarning,
         stacklevel=stacklevel + 1,
     )

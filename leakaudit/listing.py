@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from leakaudit._text import printable
+from leakaudit._text import first_few, printable
 from leakaudit.policy import SPLIT_ALIASES, split_sort_key
 
 __all__ = [
@@ -151,7 +151,8 @@ def list_image_paths(
             stack.pop()
     if problems:
         warnings.warn(
-            f"{len(problems)} folder(s) under {root} could not be listed: " + _named(problems),
+            f"{len(problems)} folder(s) under {root} could not be listed: "
+            + first_few(problems, len(problems)),
             FolderScanWarning,
             stacklevel=3,
         )
@@ -159,18 +160,14 @@ def list_image_paths(
         warnings.warn(
             f"{len(outside)} symbolic link(s) under {root} point outside the dataset "
             f"({', '.join(printable(top) for top in boundaries)}) and were not followed: "
-            + _named(
-                [f"{printable(path)} -> {printable(os.path.realpath(path))}" for path in outside]
+            + first_few(
+                (f"{printable(path)} -> {printable(os.path.realpath(path))}" for path in outside),
+                len(outside),
             ),
             FolderScanWarning,
             stacklevel=3,
         )
     return found
-
-
-def _named(items: list[str], shown: int = 10) -> str:
-    more = f"; and {len(items) - shown} more" if len(items) > shown else ""
-    return "; ".join(items[:shown]) + more
 
 
 def _path_text(source: Any) -> str | None:
@@ -220,7 +217,8 @@ def drop_repeated_paths(sources: list[Any], labels: list[str]) -> tuple[list[Any
         return sources, labels
     warnings.warn(
         f"{len(repeats)} file(s) were listed more than once; each is counted once, in the "
-        "first split that lists it (a file is not a leak of itself): " + _named(repeats),
+        "first split that lists it (a file is not a leak of itself): "
+        + first_few(repeats, len(repeats)),
         RepeatedPathWarning,
         stacklevel=3,
     )
