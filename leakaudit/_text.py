@@ -68,7 +68,7 @@ def first_few(items: Iterable[str], total: int, shown: int = 10) -> str:
     >>> first_few(["a", "b"], 12, shown=2)
     'a; b; and 10 more'
     """
-    listed = []
+    listed: list[str] = []
     for item in items:
         if len(listed) == shown:
             break
