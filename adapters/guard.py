@@ -154,7 +154,7 @@ def assert_no_leakage(
     max_leaked: int | None = None,
     max_fraction: float | None = None,
     threshold: ThresholdSpec = None,
-    dihedral: bool = False,
+    dihedral: bool = True,
     **audit_options: Any,
 ) -> LeakageReport:
     """Audit the splits and raise :class:`LeakageError` if any leaks more than allowed.
@@ -179,12 +179,12 @@ def assert_no_leakage(
         default when None), or rules per split name or path pattern such as
         ``{"test": 4, "screenshots/*": 2, "*": 8}`` (see
         :func:`leakaudit.policy.row_thresholds`). Passed to the audit function.
-    dihedral : bool, default False
+    dihedral : bool, default True
         Also count mirrored, flipped and rotated (90, 180, 270 degrees) copies
         as leaks. Passed to the audit function.
     **audit_options
-        Passed to the audit function (``method``, ``workers``, ``num_proc``,
-        ``transform_override``, ``on_error``, ...).
+        Passed to the audit function (``method``, ``workers``, ``verify``,
+        ``num_proc``, ``transform_override``, ``on_error``, ...).
 
     Returns
     -------
@@ -210,7 +210,7 @@ def assert_no_leakage(
     _check_limits(max_leaked, max_fraction)
     check_dihedral(dihedral)
     if isinstance(splits, LeakageReport):
-        if audit_options or threshold is not None or dihedral:
+        if audit_options or threshold is not None or not dihedral:
             raise TypeError("audit options cannot apply to a report that is already computed.")
         report = splits
     else:
@@ -218,8 +218,8 @@ def assert_no_leakage(
         # Passed only when set, so an audit function keeps its own defaults.
         if threshold is not None:
             audit_options["threshold"] = threshold
-        if dihedral:
-            audit_options["dihedral"] = True
+        if not dihedral:
+            audit_options["dihedral"] = False
         report = _audit(splits, audit_options)
     return check_leakage(report, max_leaked=max_leaked, max_fraction=max_fraction)
 

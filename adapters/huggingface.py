@@ -42,7 +42,7 @@ from leakaudit.adapters._common import (
     destination_rows,
     moves_table,
 )
-from leakaudit.audit import audit_hash_table, decode_parameters
+from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, hashing_options
 from leakaudit.cache import CacheSpec, hash_sources_cached, resolve_cache
 from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
@@ -490,10 +490,11 @@ def _audit(
     load_from_cache_file: bool | None,
     dihedral: bool = False,
     cache: CacheSpec = True,
+    verify: VerifySpec = "auto",
 ) -> LeakageReport:
     resolve_threshold(method, threshold)
     check_dihedral(dihedral)
-    options = decode if decode is not None else DecodeOptions()
+    options = hashing_options(decode, dihedral=dihedral, verify=verify)
     table, split, index, names = _hash_splits(
         splits,
         image_column=image_column,
@@ -515,6 +516,8 @@ def _audit(
         dihedral=dihedral,
         extra_parameters=decode_parameters(options),
         extra_columns={"index": np.asarray(index, dtype=np.int64)},
+        verify=verify,
+        decode=options,
     )
     return report
 
@@ -531,7 +534,8 @@ def audit_dataset_dict(
     on_error: str = "warn",
     decode: DecodeOptions | None = None,
     load_from_cache_file: bool | None = None,
-    dihedral: bool = False,
+    dihedral: bool = True,
+    verify: VerifySpec = "auto",
     cache: CacheSpec = True,
 ) -> LeakageReport:
     """Audit the splits of a ``DatasetDict`` for near-duplicate images across splits.
@@ -558,11 +562,15 @@ def audit_dataset_dict(
         Show or hide the ``datasets`` progress bars (None: its own setting).
     load_from_cache_file : bool, optional
         As in ``Dataset.map``: False forces re-hashing.
-    dihedral : bool, default False
+    dihedral : bool, default True
         Also match copies that are mirrored, flipped or rotated by 90, 180 or
         270 degrees, as in :func:`leakaudit.audit.audit_splits`. The hashing
         ``map`` then has its own cache, apart from that of plain audits; the
         report's ``parameters`` record ``"dihedral": True``.
+    verify : "auto", bool or VerifyOptions, default "auto"
+        Hashes propose, verification decides (as in
+        :func:`leakaudit.audit_splits`); False links every pair within the
+        threshold.
     cache : bool, path or HashCache, default True
         leakaudit's hash cache for image cells that are file paths (as in
         :func:`hash_dataset`); cells of bytes rely on ``datasets``' map cache.
@@ -600,6 +608,7 @@ def audit_dataset_dict(
         load_from_cache_file=load_from_cache_file,
         dihedral=dihedral,
         cache=cache,
+        verify=verify,
     )
 
 
@@ -801,7 +810,8 @@ def leak_free_split(
     on_error: str = "warn",
     decode: DecodeOptions | None = None,
     load_from_cache_file: bool | None = None,
-    dihedral: bool = False,
+    dihedral: bool = True,
+    verify: VerifySpec = "auto",
     cache: CacheSpec = True,
 ) -> GroupSplitResult:
     """Split one ``Dataset`` into a ``DatasetDict`` without splitting any duplicate group.
@@ -828,9 +838,13 @@ def leak_free_split(
         As in :func:`audit_dataset_dict`. The dataset is audited as one split
         named ``"dataset"``, so a mapping's rules are path patterns (or
         ``"*"``, or ``"dataset"``).
-    dihedral : bool, default False
+    dihedral : bool, default True
         Also keep mirrored, flipped and rotated copies together, as in
         :func:`audit_dataset_dict`.
+    verify : "auto", bool or VerifyOptions, default "auto"
+        Hashes propose, verification decides (as in
+        :func:`leakaudit.audit_splits`); False links every pair within the
+        threshold.
     cache : bool, path or HashCache, default True
         As in :func:`audit_dataset_dict`.
 
@@ -890,6 +904,7 @@ def leak_free_split(
         load_from_cache_file=load_from_cache_file,
         dihedral=dihedral,
         cache=cache,
+        verify=verify,
     )
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()

@@ -57,7 +57,7 @@ from leakaudit.adapters._common import (
     destination_rows,
     moves_table,
 )
-from leakaudit.audit import audit_hash_table, decode_parameters
+from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, hashing_options
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import SplitPlan, clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
@@ -503,6 +503,7 @@ def _report_from(
     threshold: ThresholdSpec,
     split: Sequence[str] | None = None,
     dihedral: bool = False,
+    verify: VerifySpec = "auto",
 ) -> LeakageReport:
     report = audit_hash_table(
         hashed.table,
@@ -516,6 +517,8 @@ def _report_from(
             "index": np.asarray(hashed.index, dtype=np.int64),
             "label": pd.Series(hashed.label, dtype=object).to_numpy(),
         },
+        verify=verify,
+        decode=options,
     )
     return report
 
@@ -536,7 +539,8 @@ def audit_datasets(
     use_samples: bool | None = None,
     num_workers: int = 0,
     cache: CacheSpec = True,
-    dihedral: bool = False,
+    dihedral: bool = True,
+    verify: VerifySpec = "auto",
 ) -> LeakageReport:
     """Audit torchvision datasets, one per split, for near-duplicates across splits.
 
@@ -567,10 +571,14 @@ def audit_datasets(
     cache : bool, path or HashCache, default True
         The persistent hash cache for the files in ``samples``, as in
         :func:`leakaudit.audit_splits` (``False`` hashes everything afresh).
-    dihedral : bool, default False
+    dihedral : bool, default True
         Also match copies that are mirrored, flipped or rotated by 90, 180 or
         270 degrees, as in :func:`leakaudit.audit.audit_splits`; the report's
         ``parameters`` record ``"dihedral": True``.
+    verify : "auto", bool or VerifyOptions, default "auto"
+        Hashes propose, verification decides (as in
+        :func:`leakaudit.audit_splits`); False links every pair within the
+        threshold.
 
     Returns
     -------
@@ -591,7 +599,7 @@ def audit_datasets(
     """
     resolve_threshold(method, threshold)
     check_dihedral(dihedral)
-    options = decode if decode is not None else DecodeOptions()
+    options = hashing_options(decode, dihedral=dihedral, verify=verify)
     resolved = _resolve_all(splits)
     hashed = _hash_resolved(
         resolved,
@@ -605,7 +613,7 @@ def audit_datasets(
         cache=cache,
         dihedral=dihedral,
     )
-    return _report_from(hashed, options, method, threshold, dihedral=dihedral)
+    return _report_from(hashed, options, method, threshold, dihedral=dihedral, verify=verify)
 
 
 # ----------------------------------------------------------------------- re-split
@@ -848,7 +856,8 @@ def leak_free_random_split(
     transform_override: Any = KEEP_TRANSFORM,
     use_samples: bool | None = None,
     num_workers: int = 0,
-    dihedral: bool = False,
+    dihedral: bool = True,
+    verify: VerifySpec = "auto",
     cache: CacheSpec = True,
 ) -> LeakFreeSplit:
     """A drop-in for ``torch.utils.data.random_split`` that never splits a duplicate group.
@@ -881,9 +890,13 @@ def leak_free_random_split(
         a mapping's rules are path patterns (or ``"*"``, or ``"dataset"``).
     transform_override, use_samples, num_workers
         As in :func:`audit_datasets`.
-    dihedral : bool, default False
+    dihedral : bool, default True
         Also keep mirrored, flipped and rotated copies together, as in
         :func:`audit_datasets`.
+    verify : "auto", bool or VerifyOptions, default "auto"
+        Hashes propose, verification decides (as in
+        :func:`leakaudit.audit_splits`); False links every pair within the
+        threshold.
 
     Returns
     -------
@@ -904,7 +917,7 @@ def leak_free_random_split(
     True
     """
     torch = _require_torch()
-    options = decode if decode is not None else DecodeOptions()
+    options = hashing_options(decode, dihedral=dihedral, verify=verify)
     resolve_threshold(method, threshold)
     check_dihedral(dihedral)
     entry = _resolve("dataset", dataset)
@@ -922,7 +935,7 @@ def leak_free_random_split(
         dihedral=dihedral,
         cache=cache,
     )
-    report = _report_from(hashed, options, method, threshold, dihedral=dihedral)
+    report = _report_from(hashed, options, method, threshold, dihedral=dihedral, verify=verify)
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()
     labels = None

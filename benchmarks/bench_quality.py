@@ -24,7 +24,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_quality.py --markdown benchmarks/_out/quality.md
 
 Data goes to ``benchmarks/_data/quality`` (reused between runs); ``--quick`` is a smaller
-smoke run.
+smoke run. ``--closure`` runs :mod:`bench_closure` instead (recall and precision on the group
+closure, photos and graphics, at the default settings) with the remaining arguments.
 """
 
 from __future__ import annotations
@@ -797,6 +798,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    rest = list(sys.argv[1:] if argv is None else argv)
+    if "--closure" in rest:
+        rest.remove("--closure")
+        import bench_closure
+
+        return bench_closure.main(rest)
     args = _parse_args(argv)
     thresholds = {
         "phash": args.phash_threshold,

@@ -2,7 +2,7 @@
 
 The pipeline, one module per stage::
 
-    loading -> hashing -> search -> grouping -> report -> cleaning
+    loading -> hashing -> search -> verify -> grouping -> report -> cleaning
 
 The seed's five functions (``compute_hashes``, ``hamming_distance``,
 ``find_duplicate_groups``, ``dhash_audit``, ``clean_splits``) work on pandas
@@ -31,6 +31,7 @@ from leakaudit.listing import FolderScanWarning, RepeatedPathWarning, list_image
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
 from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
+from leakaudit.verify import VerifyOptions
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,7 @@ __all__ = [
     "SplitPlan",
     "ThresholdRuleWarning",
     "UnreadableImageWarning",
+    "VerifyOptions",
     "__version__",
     "audit_hash_table",
     "audit_sources",

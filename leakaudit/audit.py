@@ -7,6 +7,7 @@ the groups against the splits.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -22,7 +23,7 @@ from leakaudit._validation import check_bool, describe
 from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
 from leakaudit.frames import frame_from_hash_table
 from leakaudit.grouping import link_labels
-from leakaudit.hashing import HashTable
+from leakaudit.hashing import HashTable, OrientationHashes
 from leakaudit.listing import (
     drop_repeated_paths,
     list_image_paths,
@@ -35,15 +36,21 @@ from leakaudit.policy import (
     row_thresholds,
 )
 from leakaudit.report import LeakageReport, dhash_audit
+from leakaudit.verify import VerifyOptions
 
 if TYPE_CHECKING:
     from leakaudit.embedding import EmbeddingStage
 
+#: What ``verify=`` takes: "auto", True, False or a :class:`~leakaudit.verify.VerifyOptions`.
+VerifySpec = bool | str | VerifyOptions
+
 __all__ = [
+    "VerifySpec",
     "audit_hash_table",
     "audit_sources",
     "audit_splits",
     "decode_parameters",
+    "hashing_options",
 ]
 
 
@@ -55,6 +62,21 @@ def _paths_of(name: str, spec: Any, recursive: bool, within: list[str]) -> list[
     raise TypeError(
         f"splits[{name!r}] must be a folder or a list of image paths; got {describe(spec)}."
     )
+
+
+def hashing_options(
+    decode: DecodeOptions | None, *, dihedral: bool, verify: VerifySpec
+) -> DecodeOptions:
+    """The decoding an audit hashes with: ``decode``, plus the candidate net's entries.
+
+    With verification and dihedral matching, the crop and rotation entries
+    (``DecodeOptions.crop_entries``) are hashed too: they ride on the
+    orientation entries.
+    """
+    options = resolve_decode(decode)
+    if verify is not False and dihedral and not options.crop_entries:
+        options = dataclasses.replace(options, crop_entries=True)
+    return options
 
 
 def decode_parameters(options: DecodeOptions) -> dict[str, Any]:
@@ -80,7 +102,8 @@ def audit_sources(
     extra_parameters: Mapping[str, Any] | None = None,
     cache: CacheSpec = True,
     embedding: EmbeddingStage | None = None,
-    dihedral: bool = False,
+    dihedral: bool = True,
+    verify: VerifySpec = "auto",
 ) -> LeakageReport:
     """Hash, group and audit images given as paths, bytes or PIL images.
 
@@ -95,7 +118,7 @@ def audit_sources(
     names : sequence of str, optional
         What to call each image in the table's ``path`` column (defaults to
         the path, or a description for in-memory images).
-    method, threshold, workers, progress, on_error, decode, cache, embedding, dihedral
+    method, threshold, workers, progress, on_error, decode, cache, embedding, dihedral, verify
         As in :func:`audit_splits`.
     extra_parameters : mapping, optional
         Recorded in the report's ``parameters``.
@@ -120,7 +143,7 @@ def audit_sources(
         raise ValueError(
             f"names must have one entry per source (length {len(items)}); got length {len(names)}."
         )
-    options = resolve_decode(decode)
+    options = hashing_options(decode, dihedral=dihedral, verify=verify)
     table, files = hash_sources_with_files(
         items,
         cache=cache,
@@ -142,6 +165,9 @@ def audit_sources(
         embedding=embedding,
         images=items,
         dihedral=dihedral,
+        verify=verify,
+        decode=options,
+        workers=workers,
     )
     if report.table is not None:
         _fill_copy_digests(report.table, table, items, files)
@@ -212,6 +238,9 @@ def audit_hash_table(
     images: Sequence[Any] | None = None,
     dihedral: bool = False,
     extra_columns: Mapping[str, Sequence[Any] | NDArray[Any]] | None = None,
+    verify: VerifySpec = "auto",
+    decode: DecodeOptions | None = None,
+    workers: int | None = None,
 ) -> LeakageReport:
     """Group and audit images whose hashes are already computed.
 
@@ -236,6 +265,17 @@ def audit_hash_table(
         More per-row columns for ``report.table``, placed after ``split`` in
         the order given (the adapters' ``index`` and ``label``), so the report
         is complete when built.
+    verify : "auto", bool or VerifyOptions, default "auto"
+        The verified cascade (:mod:`leakaudit.verify`): candidates from the
+        wider net, each decided by verification before it links. "auto" runs
+        it when the images can be read again (file paths, or ``images``
+        given) and the method is "phash+dhash" with one threshold, and
+        otherwise links by the threshold alone, saying so in
+        ``parameters["stages"]``; True requires it; False is the bare threshold.
+    decode : DecodeOptions, optional
+        The decoding the table was hashed with (verification decodes alike).
+    workers : int, optional
+        Threads verification decodes with.
 
     Returns
     -------
@@ -282,17 +322,48 @@ def audit_hash_table(
             entries.dhash if primary == "dhash" else entries.phash,
             entries.dhash if method == "phash+dhash" else None,
         )
-    frame["group_id"] = link_labels(
-        values,
-        valid,
-        search_threshold,
-        low_information=np.asarray(table.low_information, dtype=bool),
-        exact_keys=frame["digest"].to_numpy(),
-        second=second,
-        second_threshold=search_threshold,
-        orientations=orientations,
-        limits=limits,
-    )
+    verify_options = _verify_options(verify, method, limits is not None)
+    if verify_options is not None and not isinstance(verify, VerifyOptions):
+        verify_options = dataclasses.replace(verify_options, link_threshold=search_threshold)
+    sources = _verification_sources(table, images) if verify_options is not None else None
+    if verify is True and sources is None:
+        raise ValueError(
+            "verify=True needs the images: table.sources names in-memory images; "
+            "pass them as images=."
+        )
+    edges: pd.DataFrame | None = None
+    verification: dict[str, Any] | None = None
+    if verify_options is not None and sources is not None:
+        from leakaudit.verify import verified_labels
+
+        labels, verified = verified_labels(
+            table,
+            sources,
+            [str(path) for path in frame["path"].tolist()],
+            low_information=np.asarray(table.low_information, dtype=bool),
+            exact_keys=frame["digest"].to_numpy(),
+            decode=resolve_decode(decode),
+            options=verify_options,
+            workers=workers,
+            dihedral=dihedral,
+        )
+        frame["group_id"] = labels
+        edges = verified.edges
+        verification = verified.parameters()
+        stages = ["hash candidates", *verified.stages]
+    else:
+        frame["group_id"] = link_labels(
+            values,
+            valid,
+            search_threshold,
+            low_information=np.asarray(table.low_information, dtype=bool),
+            exact_keys=frame["digest"].to_numpy(),
+            second=second,
+            second_threshold=search_threshold,
+            orientations=orientations,
+            limits=limits,
+        )
+        stages = ["hash threshold"]
     if limits is not None:
         frame["threshold"] = limits
     parameters: dict[str, Any] = {
@@ -301,6 +372,15 @@ def audit_hash_table(
     }
     if dihedral:
         parameters["dihedral"] = True
+    if verify is not False:
+        parameters["stages"] = stages
+    if verification is not None and verify_options is not None:
+        parameters["verification"] = {**verification, **verify_options.parameters()}
+    elif verify is not False:
+        parameters["verification"] = {
+            "ran": False,
+            "why": _why_unverified(method, limits, sources),
+        }
     embedding_pairs = None
     if embedding is not None:
         from leakaudit.embedding import run_embedding_stage
@@ -313,6 +393,10 @@ def audit_hash_table(
         )
         frame["group_id"] = result.labels
         embedding_pairs = result.pairs
+        if edges is not None:
+            edges = _with_embedding_edges(edges, result.pairs)
+        if verify is not False:
+            parameters["stages"] = [*stages, "embedding"]
         parameters.update(embedding.parameters())
         parameters["embedded_images"] = result.n_embedded
     parameters.update(extra_parameters or {})
@@ -320,8 +404,89 @@ def audit_hash_table(
         frame,
         parameters=parameters,
         embedding_pairs=embedding_pairs,
-        orientations=table.orientations if dihedral else None,
+        orientations=_whole_entries(table.orientations) if dihedral else None,
+        edges=edges,
     )
+
+
+def _verify_options(verify: Any, method: str, per_row_limits: bool) -> VerifyOptions | None:
+    """The options verification runs with, or None when the bare threshold applies."""
+    if isinstance(verify, VerifyOptions):
+        options = verify
+    elif verify is False:
+        return None
+    elif verify is True or verify == "auto":
+        options = VerifyOptions()
+    else:
+        raise ValueError(
+            f"verify must be 'auto', True, False or a VerifyOptions; got {describe(verify)}."
+        )
+    if method != "phash+dhash" or per_row_limits:
+        if verify is True or isinstance(verify, VerifyOptions):
+            raise ValueError(
+                "verification runs with method='phash+dhash' and one threshold; "
+                f"got method={method!r}"
+                + (" with per-source thresholds" if per_row_limits else "")
+                + ". Pass verify=False for the bare threshold."
+            )
+        return None
+    return options
+
+
+def _why_unverified(method: str, limits: Any, sources: Any) -> str:
+    if method != "phash+dhash":
+        return f"method {method!r} links by its threshold alone"
+    if limits is not None:
+        return "per-source thresholds link by the threshold alone"
+    if sources is None:
+        return "the images were not given (in-memory sources): pass images="
+    return "verify=False"
+
+
+def _verification_sources(table: HashTable, images: Sequence[Any] | None) -> list[Any] | None:
+    """What verification decodes again: ``images``, else the table's file paths.
+
+    In-memory rows without ``images`` are None: their pairs are decided by the
+    hashes alone. None when no row can be decoded again.
+    """
+    if images is not None:
+        return _embedding_sources(table, images)
+    sources: list[Any] = [
+        None if _IN_MEMORY_NAME.fullmatch(name) else name for name in table.sources
+    ]
+    return sources if any(source is not None for source in sources) else None
+
+
+def _whole_entries(entries: OrientationHashes | None) -> OrientationHashes | None:
+    """The orientation entries alone (without crop and rotation entries)."""
+    if entries is None:
+        return None
+    from leakaudit.hashing import entry_kinds
+
+    whole = entry_kinds(entries.owner) == 0
+    if whole.all():
+        return entries
+    return OrientationHashes(entries.owner[whole], entries.phash[whole], entries.dhash[whole])
+
+
+def _with_embedding_edges(edges: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.DataFrame:
+    if pairs is None or len(pairs) == 0:
+        return edges
+    a = pairs["row_a"].to_numpy(dtype=np.int64)
+    b = pairs["row_b"].to_numpy(dtype=np.int64)
+    extra = pd.DataFrame(
+        {
+            "row_a": np.minimum(a, b),
+            "row_b": np.maximum(a, b),
+            "stage": "embedding",
+            "distance": pd.array([pd.NA] * len(a), dtype="Int64"),
+            "similarity": pairs["similarity"].to_numpy(dtype=float),
+            "inliers": pd.array([pd.NA] * len(a), dtype="Int64"),
+            "strength": 0.5 * pairs["similarity"].to_numpy(dtype=float),
+        }
+    )
+    combined: pd.DataFrame = pd.concat([edges, extra], ignore_index=True)
+    return combined
 
 
 def _embedding_sources(table: HashTable, images: Sequence[Any] | None) -> list[Any]:
@@ -353,8 +518,9 @@ def audit_splits(
     recursive: bool = True,
     cache: CacheSpec = True,
     embedding: EmbeddingStage | None = None,
-    dihedral: bool = False,
+    dihedral: bool = True,
     root: str | os.PathLike[str] | None = None,
+    verify: VerifySpec = "auto",
 ) -> LeakageReport:
     """Audit dataset splits for near-duplicate leakage in one call.
 
@@ -404,13 +570,27 @@ def audit_splits(
         ``embedding.similarity``. ``report.table``'s groups are then the union
         of hash and embedding links, and the pairs table's ``stage`` says
         which linked each pair.
-    dihedral : bool, default False
+    dihedral : bool, default True
         Also match copies that are mirrored, flipped or rotated by 90, 180 or
         270 degrees. Each image is also hashed turned to a canonical
         orientation, from the same decode (about 1.1x the hashing time), and
         the search compares those canonical hashes
         (:class:`~leakaudit.hashing.OrientationHashes`; measured in
-        ``benchmarks/RESULTS.md``, "Dihedral matching").
+        ``benchmarks/RESULTS.md``, "Dihedral matching"). With
+        ``DecodeOptions.crop_entries`` (the default) the crop and rotation
+        entries of the candidate net are hashed alongside. ``False`` hashes
+        each image as it is only.
+    verify : "auto", bool or VerifyOptions, default "auto"
+        Hashes propose, verification decides (:mod:`leakaudit.verify`): the
+        candidate pairs of the wider net (looser threshold, orientations,
+        crops, small rotations) link only when the images, decoded again in
+        colour, are verified to be copies (byte-identical, aligned pixels with
+        the same colours and silhouette, or local features under a
+        similarity transform when OpenCV is installed). ``False`` links every
+        pair within ``threshold``, as 0.1 did. Which stages ran is in
+        ``report.parameters["stages"]``, each linked pair's evidence in
+        ``report.edges``. With ``dihedral=True`` it also indexes the crop and
+        rotation entries (``DecodeOptions.crop_entries``).
 
     Returns
     -------
@@ -463,4 +643,5 @@ def audit_splits(
         cache=cache,
         embedding=embedding,
         dihedral=dihedral,
+        verify=verify,
     )

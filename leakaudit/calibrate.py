@@ -17,6 +17,17 @@ images at hand:
 
 Mirror images are expected misses of whole-image hashes: they are reported,
 but left out of the recall a threshold is chosen by.
+
+Random unrelated pairs are mostly far apart, so they say little about the
+pictures a threshold really confuses. The hardest negatives are measured too:
+each sample image's nearest other sample images by hash distance (not in its
+planted family), the *look-alikes*. Small graphics on flat or transparent
+backgrounds (sprites, icons sharing a template, recoloured shapes) have
+look-alikes within any useful threshold; :class:`LookAlikeWarning` says so,
+naming them, and suggests verification or a lower threshold. Sample pairs so
+close on both hashes that they would be taken for real duplicates go through
+the pixel check of :mod:`leakaudit.verify` first: those it tells apart are
+look-alikes (and unrelated pairs), not duplicates.
 """
 
 from __future__ import annotations
@@ -40,18 +51,34 @@ from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_sources, popcount64
 from leakaudit.listing import list_image_files
 from leakaudit.loading import DecodeOptions
-from leakaudit.policy import AUDIT_METHODS, DEFAULT_THRESHOLDS
+from leakaudit.policy import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS
 
 __all__ = [
+    "LOOKALIKE_NEIGHBOURS",
     "MIN_CALIBRATION_IMAGES",
     "TRANSFORMS",
     "CalibrationResult",
     "CopyTransform",
+    "LookAlikeWarning",
     "calibrate_threshold",
 ]
 
 #: Fewest usable (readable, non-blank) images a calibration accepts.
 MIN_CALIBRATION_IMAGES = 10
+
+#: Nearest unrelated neighbours taken per sample image as its look-alike negatives.
+LOOKALIKE_NEIGHBOURS = 3
+# Look-alike pairs named in the warning and the text.
+_LOOKALIKE_EXAMPLES = 3
+
+
+class LookAlikeWarning(UserWarning):
+    """Different images of the sample lie within the default threshold of each other.
+
+    Typical of small graphics on flat or transparent backgrounds: a bare hash
+    threshold links them; verification (or a lower threshold) keeps them apart.
+    """
+
 
 # Copies are made from the image as displayed, reduced to at most this many pixels on
 # its long side: the hashes only look at a 32 x 32 thumbnail (decoded from >= 64 px),
@@ -197,6 +224,20 @@ class CalibrationResult:
         Image files the sample was drawn from.
     max_false_pairs_per_million : float
         The budget the recommendation honours.
+    lookalikes : pandas.DataFrame
+        The look-alike negatives: for each method, each sample image's
+        :data:`LOOKALIKE_NEIGHBOURS` nearest other sample images (its hardest
+        unrelated pairs), each pair once: ``method, image, neighbour,
+        distance``, closest first. ``table`` gives, per threshold,
+        ``lookalike_pairs``, ``lookalike_false_pairs`` (those within it) and
+        ``lookalike_false_rate``.
+    told_apart : list of tuple of str
+        Sample pairs close enough on both hashes to pass for duplicates that
+        the pixel check tells apart: counted as unrelated (and look-alikes),
+        not as duplicates.
+    lookalike_warning : str
+        The :class:`LookAlikeWarning` message when look-alikes are linked at
+        the default threshold; empty otherwise.
     """
 
     table: pd.DataFrame
@@ -211,6 +252,11 @@ class CalibrationResult:
     likely_duplicates: list[tuple[str, str]] = field(default_factory=list)
     n_files: int = 0
     max_false_pairs_per_million: float = 0.0
+    lookalikes: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["method", "image", "neighbour", "distance"])
+    )
+    told_apart: list[tuple[str, str]] = field(default_factory=list)
+    lookalike_warning: str = ""
 
     @property
     def n_unrelated_pairs(self) -> int:
@@ -285,8 +331,47 @@ class CalibrationResult:
                 f"{_cell(row['p0.1']):>5s} {_cell(row['p1']):>5s} {_cell(row['p5']):>5s} "
                 f"{_cell(row['median']):>7s}"
             )
+        lines += self._lookalike_lines()
         lines += ["", "Recommendation:", self.explanation]
         return "\n".join(lines)
+
+    def _lookalike_lines(self) -> list[str]:
+        if "lookalike_pairs" not in self.table or not len(self.lookalikes):
+            return []
+        lines = [
+            "",
+            f"Look-alike negatives (each image's {LOOKALIKE_NEIGHBOURS} nearest other images, "
+            "the hardest unrelated pairs):",
+            f"{'method':12s} {'pairs':>7s} {'nearest':>8s} {'linked at default':>18s} "
+            f"{'linked at recommended':>22s}",
+        ]
+        for method in self.table["method"].unique():
+            rows = self.table[self.table["method"] == method].set_index("threshold")
+            mine = self.lookalikes[self.lookalikes["method"] == method]
+            cells = []
+            for threshold in (DEFAULT_THRESHOLDS.get(str(method)), self.recommended.get(method)):
+                if threshold is None or threshold not in rows.index:
+                    cells.append("-")
+                    continue
+                row = rows.loc[threshold]
+                cells.append(
+                    f"{int(row['lookalike_false_pairs'])} ({row['lookalike_false_rate']:.1%}) "
+                    f"at {threshold}"
+                )
+            nearest = str(int(mine["distance"].min())) if len(mine) else "-"
+            lines.append(
+                f"{method:12s} {int(rows['lookalike_pairs'].iloc[0]):7d} {nearest:>8s} "
+                f"{cells[0]:>18s} {cells[1]:>22s}"
+            )
+        if self.told_apart:
+            lines.append(
+                f"{len(self.told_apart)} sample pair(s) within {_LIKELY_DUPLICATE_DISTANCE} bits "
+                "on both hashes were told apart by the pixel check (different images, not "
+                "duplicates)."
+            )
+        if self.lookalike_warning:
+            lines.append("Warning: " + self.lookalike_warning)
+        return lines
 
 
 def _cell(value: Any) -> str:
@@ -429,6 +514,124 @@ def _unrelated_histograms(
         for method, values in (("phash", dp), ("dhash", dd), ("phash+dhash", np.maximum(dp, dd))):
             bins[method] += np.bincount(values[keep], minlength=65)[:65]
     return bins, likely
+
+
+def _told_apart(
+    paths: list[str], likely: list[tuple[int, int]], options: DecodeOptions
+) -> list[tuple[int, int]]:
+    """The likely-duplicate pairs that the pixel check rejects: different images after all.
+
+    A pair it accepts, leaves open or cannot read again stays a likely duplicate.
+    """
+    if not likely:
+        return []
+    from leakaudit.verify import compare_views, load_view
+
+    views: dict[int, Any] = {}
+
+    def view(index: int) -> Any:
+        if index not in views:
+            try:
+                views[index] = load_view(paths[index], paths[index], options)
+            except (OSError, ValueError, MemoryError):
+                views[index] = None
+        return views[index]
+
+    apart = []
+    for i, j in likely:
+        first, second = view(i), view(j)
+        if first is None or second is None:
+            continue
+        verdict = compare_views(first, second)
+        if not verdict.accepted and verdict.stage == "pixels":
+            apart.append((i, j))
+    return apart
+
+
+def _pair_distances(
+    phash: NDArray[np.uint64], dhash: NDArray[np.uint64], pairs: NDArray[np.int64]
+) -> dict[str, NDArray[np.int64]]:
+    """Each method's distance of each row pair ``(i, j)``."""
+    dp = popcount64(phash[pairs[:, 0]] ^ phash[pairs[:, 1]]).astype(np.int64)
+    dd = popcount64(dhash[pairs[:, 0]] ^ dhash[pairs[:, 1]]).astype(np.int64)
+    return {"phash": dp, "dhash": dd, "phash+dhash": np.maximum(dp, dd)}
+
+
+def _lookalike_pairs(
+    phash: NDArray[np.uint64],
+    dhash: NDArray[np.uint64],
+    excluded: list[tuple[int, int]],
+    neighbours: int = LOOKALIKE_NEIGHBOURS,
+) -> dict[str, tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Per method, each image's ``neighbours`` nearest other images: pairs ``i < j`` and distances.
+
+    ``excluded`` pairs (likely real duplicates) are never neighbours. Each pair
+    once, closest first. Computed in row blocks, so memory stays small.
+    """
+    n = len(phash)
+    k = min(neighbours, n - 1)
+    skip = np.array(excluded, dtype=np.int64).reshape(-1, 2)
+    found: dict[str, list[NDArray[np.int64]]] = {method: [] for method in AUDIT_METHODS}
+    for a in range(0, n, _ROW_BLOCK):
+        b = min(n, a + _ROW_BLOCK)
+        dp = popcount64(phash[a:b, None] ^ phash[None, :]).astype(np.int64)
+        dd = popcount64(dhash[a:b, None] ^ dhash[None, :]).astype(np.int64)
+        rows = np.arange(a, b)
+        for method, values in (("phash", dp), ("dhash", dd), ("phash+dhash", np.maximum(dp, dd))):
+            values = values.copy()
+            values[rows - a, rows] = 1000  # an image is not its own neighbour
+            for i, j in ((skip[:, 0], skip[:, 1]), (skip[:, 1], skip[:, 0])):
+                mine = (i >= a) & (i < b)
+                values[i[mine] - a, j[mine]] = 1000
+            nearest = np.argpartition(values, k - 1, axis=1)[:, :k] if k > 0 else rows[:, :0]
+            first = np.repeat(rows, nearest.shape[1])
+            second = nearest.ravel()
+            keep = values[first - a, second] < 1000
+            found[method].append(
+                np.stack([np.minimum(first, second), np.maximum(first, second)], axis=1)[keep]
+            )
+    result = {}
+    for method, parts in found.items():
+        pairs = np.unique(np.concatenate(parts).reshape(-1, 2), axis=0).astype(np.int64)
+        distance = _pair_distances(phash, dhash, pairs)[method]
+        order = np.argsort(distance, kind="stable")
+        result[method] = (pairs[order], distance[order])
+    return result
+
+
+def _lookalike_message(
+    method: str, pairs: NDArray[np.int64], distance: NDArray[np.int64], paths: list[str]
+) -> str:
+    """The :class:`LookAlikeWarning` text, or "" when no look-alike is within the default."""
+    threshold = DEFAULT_THRESHOLDS.get(method)
+    if threshold is None or not len(distance):
+        return ""
+    linked = np.flatnonzero(distance <= threshold)
+    if not len(linked):
+        return ""
+    examples = "; ".join(
+        f"{paths[int(pairs[r, 0])]} ~ {paths[int(pairs[r, 1])]} ({int(distance[r])} bits)"
+        for r in linked[:_LOOKALIKE_EXAMPLES]
+    )
+    more = (
+        f"; and {len(linked) - _LOOKALIKE_EXAMPLES} more"
+        if len(linked) > _LOOKALIKE_EXAMPLES
+        else ""
+    )
+    closest = int(distance.min())
+    lower = (
+        f"a threshold of at most {closest - 1} keeps these apart"
+        if closest > 0
+        else "no threshold keeps them all apart: some are 0 bits apart"
+    )
+    return (
+        f"{len(linked)} of {len(distance)} look-alike pair(s) (each image's nearest other "
+        f"images, all different pictures) are within the default {method} threshold "
+        f"{threshold}, so a bare threshold would link them: {examples}{more}. This is typical "
+        "of small graphics on flat or transparent backgrounds (sprites, icons sharing a "
+        "template, recoloured shapes). Audit with verification (verify=True), which checks "
+        f"each candidate pair's pixels before it links, or lower the threshold ({lower})."
+    )
 
 
 def _nearest_rank(histogram: NDArray[np.int64], fraction: float) -> int | None:
@@ -607,8 +810,12 @@ def _method_rows(
     histogram: NDArray[np.int64],
     levels: list[int],
     n_pairs: int,
+    lookalike: NDArray[np.int64],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The threshold table's rows and the per-transformation rows of one method."""
+    """The threshold table's rows and the per-transformation rows of one method.
+
+    ``lookalike`` holds the distances of the method's look-alike pairs.
+    """
     distance, expected, names = copies.distance[method], copies.expected, copies.names
     cumulative = np.cumsum(histogram)
     rows: list[dict[str, Any]] = []
@@ -628,6 +835,9 @@ def _method_rows(
                 "recall": float(hit[expected].mean()) if expected.any() else math.nan,
                 "recall_all": float(hit.mean()),
                 "false_pairs_per_million": 1e6 * false_pairs / n_pairs if n_pairs else 0.0,
+                "lookalike_pairs": len(lookalike),
+                "lookalike_false_pairs": int((lookalike <= t).sum()),
+                "lookalike_false_rate": float((lookalike <= t).mean()) if len(lookalike) else 0.0,
             }
         )
         for transform in TRANSFORMS:
@@ -664,7 +874,9 @@ def calibrate_threshold(
     near-duplicates of each (see :data:`TRANSFORMS`) are made in memory,
     encoded as files would be, and hashed by the same decoder as an audit.
     Positives are (original, copy) pairs; negatives are all pairs of distinct
-    sample images.
+    sample images, and the hardest of them, each image's
+    :data:`LOOKALIKE_NEIGHBOURS` nearest other images (the look-alikes), are
+    measured apart: their false-link rate per threshold is in ``table``.
 
     The recommended threshold of a method is the smallest one that reaches the
     highest recall (over the expected transformations: mirror images are
@@ -708,6 +920,10 @@ def calibrate_threshold(
     -----
     UnreadableImageWarning
         Once, naming the sampled files that could not be read (they are skipped).
+    LookAlikeWarning
+        When look-alike negatives (each image's nearest other sample images)
+        lie within the default threshold of the default method: how many, a
+        few of them, and what to do (verification, or a lower threshold).
 
     Examples
     --------
@@ -739,7 +955,14 @@ def calibrate_threshold(
         )
     copies = _planted_copies(sample, seed, options, workers, progress)
     histograms, likely = _unrelated_histograms(sample.phash, sample.dhash)
+    apart = _told_apart(sample.paths, likely, options)
+    if apart:  # different images after all: unrelated pairs, not duplicates
+        likely = [pair for pair in likely if pair not in set(apart)]
+        found = _pair_distances(sample.phash, sample.dhash, np.array(apart, dtype=np.int64))
+        for method, values in found.items():
+            histograms[method] += np.bincount(values, minlength=65)[:65]
     n_pairs = int(histograms["phash"].sum())
+    lookalikes = _lookalike_pairs(sample.phash, sample.dhash, likely)
 
     table_rows: list[dict[str, Any]] = []
     transform_rows: list[dict[str, Any]] = []
@@ -747,7 +970,9 @@ def calibrate_threshold(
     recommended: dict[str, int] = {}
     reasons: list[str] = []
     for method in chosen_methods:
-        rows, per_transform = _method_rows(method, copies, histograms[method], levels, n_pairs)
+        rows, per_transform = _method_rows(
+            method, copies, histograms[method], levels, n_pairs, lookalikes[method][1]
+        )
         table_rows.extend(rows)
         transform_rows.extend(per_transform)
         row: dict[str, Any] = {"method": method, "pairs": n_pairs}
@@ -759,6 +984,23 @@ def calibrate_threshold(
         recommended[method] = threshold
         reasons.append(reason)
 
+    warned = DEFAULT_METHOD if DEFAULT_METHOD in chosen_methods else chosen_methods[0]
+    message = _lookalike_message(warned, *lookalikes[warned], sample.paths)
+    if message:
+        warnings.warn(message, LookAlikeWarning, stacklevel=2)
+    lookalike_frame = pd.DataFrame(
+        [
+            {
+                "method": method,
+                "image": sample.paths[int(i)],
+                "neighbour": sample.paths[int(j)],
+                "distance": int(d),
+            }
+            for method in chosen_methods
+            for (i, j), d in zip(*lookalikes[method], strict=True)
+        ],
+        columns=["method", "image", "neighbour", "distance"],
+    )
     if likely:
         reasons.append(
             f"{len(likely)} pair(s) of sample images are within {_LIKELY_DUPLICATE_DISTANCE} bits "
@@ -780,4 +1022,7 @@ def calibrate_threshold(
         likely_duplicates=[(sample.paths[i], sample.paths[j]) for i, j in likely],
         n_files=len(paths),
         max_false_pairs_per_million=budget,
+        lookalikes=lookalike_frame,
+        told_apart=[(sample.paths[i], sample.paths[j]) for i, j in apart],
+        lookalike_warning=message,
     )

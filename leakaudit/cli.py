@@ -130,8 +130,18 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--dihedral",
-        action="store_true",
-        help="also match mirrored, flipped and 90/180/270-degree rotated copies",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also match mirrored, flipped and 90/180/270-degree rotated copies, and index "
+        "crops and small rotations for verification (default: on)",
+    )
+    group.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="verify every candidate pair before it links: hashes propose, the images "
+        "(decoded again in colour) decide; --no-verify links every pair within the "
+        "threshold, as 0.1 did (default: on)",
     )
     group.add_argument(
         "--workers", type=int, default=None, help="processes for hashing (default: all cores)"
@@ -144,9 +154,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--trim-borders",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="trim uniform borders (letterbox, pillarbox, padding, transparent margins) "
-        "before hashing, so padded copies match",
+        "before hashing, so padded copies match (default: on)",
     )
     group.add_argument(
         "--no-cache",
@@ -381,6 +392,7 @@ def _run_audit(
             cache=cache,
             dihedral=args.dihedral,
             root=root,
+            verify="auto" if args.verify else False,
         )
     for warning in caught:
         log.warning("%s", warning.message)
@@ -497,6 +509,26 @@ def _write_side_by_side(
 # -------------------------------------------------------------------- commands
 
 
+def _match_evidence(row: Any) -> str:
+    """What joins a LEAK line's two images: the verified pair's evidence, or the chain."""
+    import pandas as pd
+
+    from leakaudit.export import evidence_text
+
+    if bool(row.direct):
+        if pd.isna(row.evidence_strength) and row.evidence != "embedding":
+            return ""  # no verified pairs: within the threshold, as the distance says
+        how = "linked by" if row.evidence in ("hash", "embedding") else "verified by"
+        text = evidence_text(row.evidence, similarity=row.evidence_similarity, inliers=row.inliers)
+        return f"  [{how} {printable(text)}]"
+    if row.via is pd.NA or row.via is None:
+        return "  [transitive: not linked directly, only through other images of its group]"
+    return (
+        f"  [transitive: linked through {int(row.via)} other image(s), "
+        "no verified pair joins these two directly]"
+    )
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from leakaudit.export import leak_matches
 
@@ -512,20 +544,23 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     _check_outputs(args, list(splits.values()))
     reference = next(iter(splits))
     report = _run_audit(splits, args)
-    matches = leak_matches(report, reference)
+    matches = leak_matches(report, reference, evidence=True)
     for row in matches.itertuples(index=False):
         print(
             f"LEAK  {printable(str(row.path))}  ~  {printable(str(row.match_path))}  "
-            f"(distance {row.distance})"
+            f"(distance {row.distance}){_match_evidence(row)}"
         )
     for split, count in report.images_by_split.items():
         if split == reference:
             continue
-        n = int((matches["split"] == split).sum())
+        mine = matches["split"] == split
+        n = int(mine.sum())
         pct = 100.0 * n / count if count else 0.0
+        chained = int((mine & ~matches["direct"].astype(bool)).sum())
         print(
             f"{n} of {count} {printable(str(split))} images ({pct:.1f}%) also appear in "
             f"{printable(reference)}."
+            + (f" {chained} of them only through other images (transitive)." if chained else "")
         )
     _write_outputs(report, args, reference=reference)
     return _exit_code(report, args)

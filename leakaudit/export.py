@@ -14,6 +14,11 @@ Four tables with stable column names (documented in the README, "Output columns"
 ``leak_matches`` is the leakcheck view the command line prints: each leaked
 image with its closest match in the reference split.
 
+When the report holds its verified pairs (:attr:`LeakageReport.edges`), the
+pairs table gains :data:`PAIR_EVIDENCE_COLUMNS` (whether the pair is a verified
+direct link, the stage and scores that accepted it) and the groups table
+:data:`GROUP_EVIDENCE_COLUMNS`; reports without edges keep their columns.
+
 :func:`write_csv_tables` and :func:`write_json` replace their files through
 :func:`~leakaudit.safe_io.atomic_open` (never writing through a link, never
 leaving a partial file); the CSV cells that a spreadsheet would run as a
@@ -24,6 +29,7 @@ images and 16k duplicate groups writes its CSV and JSON in about a second each.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -39,17 +45,21 @@ from numpy.typing import NDArray
 from leakaudit._text import printable
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
-from leakaudit.report import LeakageReport
+from leakaudit.report import TRANSITIVE, LeakageReport
 from leakaudit.safe_io import atomic_open
 
 __all__ = [
     "GROUP_COLUMNS",
+    "GROUP_EVIDENCE_COLUMNS",
     "IMAGE_COLUMNS",
     "MATCH_COLUMNS",
+    "MATCH_EVIDENCE_COLUMNS",
     "PAIR_COLUMNS",
+    "PAIR_EVIDENCE_COLUMNS",
     "PAIR_STAGES",
     "SPLIT_COLUMNS",
     "csv_paths",
+    "evidence_text",
     "group_table",
     "image_table",
     "leak_matches",
@@ -104,6 +114,23 @@ SPLIT_COLUMNS = [
     "n_within_split_duplicates",
 ]
 MATCH_COLUMNS = ["group_id", "split", "path", "match_split", "match_path", "distance"]
+#: Columns the pairs table gains when the report has verified edges: ``direct`` (the pair is a
+#: verified edge: it links directly), ``evidence`` (the stage that accepted it, or
+#: ``"transitive"``), ``evidence_similarity`` (the pixel check's score, or the embedding's
+#: cosine), ``inliers`` (the geometric check's) and ``evidence_strength`` (0 when transitive).
+PAIR_EVIDENCE_COLUMNS = [
+    "direct",
+    "evidence",
+    "evidence_similarity",
+    "inliers",
+    "evidence_strength",
+]
+#: Columns the groups table gains when the report has verified edges (as in ``leaked_groups``).
+GROUP_EVIDENCE_COLUMNS = ["evidence", "evidence_strength"]
+#: Columns ``leak_matches(..., evidence=True)`` adds: :data:`PAIR_EVIDENCE_COLUMNS`, and
+#: ``via``, how many other images the shortest chain of links passes through (0 when direct;
+#: missing when unknown).
+MATCH_EVIDENCE_COLUMNS = [*PAIR_EVIDENCE_COLUMNS, "via"]
 
 
 def _empty(columns: list[str]) -> pd.DataFrame:
@@ -186,10 +213,12 @@ def _big_group_pairs(
     distances: PairDistances,
     threshold: int,
     similar: _Similarities,
+    edges: _EdgeIndex,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """The pairs of a group over 200 members that are listed: those within the threshold.
 
-    Positions in ``members.rows``, in the order the search gives them.
+    And the verified edges among them. Positions in ``members.rows``, in the
+    order the search gives them.
     """
     rows = members.group_rows(rank)
     if distances.entries is not None:
@@ -208,6 +237,12 @@ def _big_group_pairs(
             jj = np.concatenate([jj, linked[:, 1]]).astype(np.int64)
             unique = np.unique(np.stack([ii, jj], axis=1), axis=0)
             ii, jj = unique[:, 0], unique[:, 1]
+    verified = edges.within(rows)
+    if len(verified):
+        ii = np.concatenate([ii, verified[:, 0]]).astype(np.int64)
+        jj = np.concatenate([jj, verified[:, 1]]).astype(np.int64)
+        unique = np.unique(np.stack([np.minimum(ii, jj), np.maximum(ii, jj)], axis=1), axis=0)
+        ii, jj = unique[:, 0], unique[:, 1]
     start = int(members.start[rank])
     return ii.astype(np.int64) + start, jj.astype(np.int64) + start
 
@@ -233,11 +268,19 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     (cosine similarity at or above the embedding stage's threshold; ``similarity`` holds it) or
     ``"transitive"`` (no direct link: the two are joined through other members). ``similarity``
     is missing unless the embedding stage compared the pair.
+
+    With the report's verified pairs (:attr:`LeakageReport.edges`), the table
+    also has :data:`PAIR_EVIDENCE_COLUMNS`: ``direct`` is True for a verified
+    edge (only those were linked: a pair within the threshold that
+    verification rejected is not direct), ``evidence`` its stage (``bytes``,
+    ``hash``, ``pixels``, ``geometry``, ``embedding``) or ``transitive``,
+    ``evidence_similarity`` and ``inliers`` its scores, ``evidence_strength``
+    its strength (0 when transitive); big groups list their verified edges too.
     """
     table = _require_table(report)
     distances = PairDistances.of_report(report, table)
     if not len(report.leaked_groups):
-        return _empty(PAIR_COLUMNS)
+        return _empty(PAIR_COLUMNS + (PAIR_EVIDENCE_COLUMNS if report.edges is not None else []))
     threshold = distances.threshold
     digests = _digest_codes(table)
     low = (
@@ -246,6 +289,7 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
         else np.zeros(len(table), dtype=bool)
     )
     similar = _Similarities(report)
+    edges = _EdgeIndex(report.edges)
     split_rank = {str(s): r for r, s in enumerate(report.images_by_split.index)}
     splits, paths = _splits_and_paths(table)
     members = _Members(report, table, distances.valid)
@@ -258,7 +302,7 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     found = [_all_pairs(members, ~big)]
     if threshold is not None:
         found += [
-            _big_group_pairs(members, rank, distances, threshold, similar)
+            _big_group_pairs(members, rank, distances, threshold, similar, edges)
             for rank in np.flatnonzero(big).tolist()
         ]
     first = np.concatenate([pair[0] for pair in found])
@@ -278,9 +322,10 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     distance = distances(a, b)
     limit = distances.limit(a, b)
     similarity = similar.lookup(a, b)
+    edge = edges.lookup(a, b)
     if limit is not None and big.any():
-        keep = ~big[pair_rank] | (distance <= limit) | ~np.isnan(similarity)
-        a, b, pair_rank = a[keep], b[keep], pair_rank[keep]
+        keep = ~big[pair_rank] | (distance <= limit) | ~np.isnan(similarity) | (edge >= 0)
+        a, b, pair_rank, edge = a[keep], b[keep], pair_rank[keep], edge[keep]
         plain, distance, similarity = plain[keep], distance[keep], similarity[keep]
         if isinstance(limit, np.ndarray):
             limit = limit[keep]
@@ -304,7 +349,12 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     )
     if threshold is not None:
         pairs["within_threshold"] = pairs["within_threshold"].astype(bool)
-    result: pd.DataFrame = pairs[PAIR_COLUMNS]
+    columns = PAIR_COLUMNS
+    if edges.present:
+        for name, values in edges.columns(edge[order]).items():
+            pairs[name] = values
+        columns = PAIR_COLUMNS + PAIR_EVIDENCE_COLUMNS
+    result: pd.DataFrame = pairs[columns]
     return result
 
 
@@ -389,6 +439,153 @@ class _Similarities:
         ).astype(np.int64)
 
 
+class _EdgeIndex:
+    """The verified pairs of ``report.edges``, looked up by row pair.
+
+    Where a pair is given twice (a pixel edge and an embedding edge), the
+    stronger counts.
+    """
+
+    def __init__(self, edges: pd.DataFrame | None) -> None:
+        self.present = edges is not None
+        self.scale = 0
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.index = np.zeros(0, dtype=np.int64)
+        n = 0 if edges is None else len(edges)
+        self.row_a = np.zeros(n, dtype=np.int64)
+        self.row_b = np.zeros(n, dtype=np.int64)
+        self.stage = np.zeros(n, dtype=object)
+        self.distance = np.full(n, np.nan)
+        self.similarity = np.full(n, np.nan)
+        self.inliers = np.full(n, np.nan)
+        self.strength = np.zeros(n)
+        if edges is None or n == 0:
+            return
+        row_a = edges["row_a"].to_numpy(dtype=np.int64)
+        row_b = edges["row_b"].to_numpy(dtype=np.int64)
+        self.row_a, self.row_b = np.minimum(row_a, row_b), np.maximum(row_a, row_b)
+        self.stage = edges["stage"].astype(object).to_numpy()
+        self.distance = _numbers(edges["distance"])
+        self.distance[self.distance < 0] = np.nan  # -1: only crop or rotation entries matched
+        self.similarity = _numbers(edges["similarity"])
+        self.inliers = _numbers(edges["inliers"])
+        self.inliers[self.inliers < 0] = np.nan
+        self.strength = np.nan_to_num(_numbers(edges["strength"]), nan=0.0)
+        self.scale = int(self.row_b.max()) + 1
+        keys = self.row_a * self.scale + self.row_b
+        order = np.lexsort((-self.strength, keys))  # by key, the strongest first
+        first = np.r_[True, keys[order][1:] != keys[order][:-1]]
+        self.keys, self.index = keys[order][first], order[first]
+
+    def lookup(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The edge of each pair ``(a[k], b[k])`` (a position in ``edges``); -1 where none."""
+        result = np.full(len(a), -1, dtype=np.int64)
+        if not len(self.keys) or not len(a):
+            return result
+        low, high = np.minimum(a, b), np.maximum(a, b)
+        inside = np.flatnonzero(high < self.scale)
+        keys = low[inside] * self.scale + high[inside]
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = self.keys[at] == keys
+        result[inside[found]] = self.index[at[found]]
+        return result
+
+    def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The edges with both rows among ``rows`` (ascending), as positions in ``rows``."""
+        if not len(self.keys):
+            return np.zeros((0, 2), dtype=np.int64)
+        low, high = self.keys // self.scale, self.keys % self.scale
+        inside = np.isin(low, rows) & np.isin(high, rows)
+        return np.stack(
+            [np.searchsorted(rows, low[inside]), np.searchsorted(rows, high[inside])], axis=1
+        ).astype(np.int64)
+
+    def columns(self, found: NDArray[np.int64]) -> dict[str, Any]:
+        """:data:`PAIR_EVIDENCE_COLUMNS` of the pairs whose edges are ``found`` (-1: none)."""
+        direct = found >= 0
+        take = np.where(direct, found, 0)
+
+        def pick(values: NDArray[Any], missing: Any) -> NDArray[Any]:
+            if not len(values):
+                return np.full(len(found), missing, dtype=values.dtype)
+            return np.where(direct, values[take], missing)
+
+        inliers = pick(self.inliers, np.nan)
+        return {
+            "direct": direct,
+            "evidence": pick(self.stage, TRANSITIVE).astype(object),
+            "evidence_similarity": pick(self.similarity, np.nan).astype(float),
+            "inliers": pd.array(
+                [pd.NA if np.isnan(v) else int(v) for v in inliers.tolist()], dtype="Int64"
+            ),
+            "evidence_strength": pick(self.strength, 0.0).astype(float),
+        }
+
+
+def _numbers(column: pd.Series) -> NDArray[np.float64]:
+    """``column`` as floats, missing values (None, NA, NaN) as NaN."""
+    numbers = pd.Series(pd.to_numeric(column, errors="coerce"), dtype="Float64")
+    values: NDArray[np.float64] = np.array(
+        numbers.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64
+    )
+    return values
+
+
+def _present(value: Any) -> bool:
+    return (
+        value is not None
+        and value is not pd.NA
+        and not (isinstance(value, float) and math.isnan(value))
+    )
+
+
+def evidence_text(
+    stage: Any,
+    *,
+    distance: Any = None,
+    similarity: Any = None,
+    inliers: Any = None,
+) -> str:
+    """Describe a verified pair's evidence in a few words (text, to be escaped by the caller).
+
+    Parameters
+    ----------
+    stage : str
+        The stage that accepted the pair (a value of ``report.edges["stage"]``),
+        or ``"transitive"``.
+    distance, similarity, inliers : number, optional
+        The pair's hash distance, the pixel check's (or the embedding's)
+        similarity and the geometric check's inlier count; missing ones are left out.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> evidence_text("pixels", distance=6, similarity=0.934)
+    'pixels: similarity 0.93, distance 6 bits'
+    >>> evidence_text("geometry", inliers=57, distance=None)
+    'geometry: 57 inliers'
+    >>> evidence_text("bytes", distance=0)
+    'bytes: identical files'
+    """
+    name = str(stage)
+    if name == "bytes":
+        return "bytes: identical files"
+    if name == TRANSITIVE:
+        return "transitive: no verified pair links them directly"
+    parts = []
+    if _present(similarity) and name in ("pixels", "geometry", "embedding"):
+        label = "cosine" if name == "embedding" else "similarity"
+        parts.append(f"{label} {float(similarity):.2f}")
+    if _present(inliers) and float(inliers) >= 0:
+        parts.append(f"{int(inliers)} inliers")
+    if _present(distance) and float(distance) >= 0:
+        parts.append(f"distance {int(distance)} bits")
+    return name + (": " + ", ".join(parts) if parts else "")
+
+
 def _pair_stages(
     a: NDArray[np.int64],
     b: NDArray[np.int64],
@@ -420,8 +617,14 @@ def group_table(report: LeakageReport) -> pd.DataFrame:
     first). ``max_distance`` is the largest distance between two members on
     the ``hash`` column (as in ``report.leaked_groups``; exact up to 200
     members, sampled beyond).
+
+    With the report's verified pairs (:attr:`LeakageReport.edges`), the table
+    also has :data:`GROUP_EVIDENCE_COLUMNS`: for a leaked group, as in
+    ``report.leaked_groups`` (its strongest pair across splits, or
+    ``transitive``); for a within-split group, its strongest verified pair.
     """
     table = _require_table(report)
+    columns = GROUP_COLUMNS + (GROUP_EVIDENCE_COLUMNS if report.edges is not None else [])
     leaked = report.leaked_groups.copy()
     leaked.insert(1, "kind", "cross_split")
     sizes = table.groupby("group_id").size()
@@ -430,11 +633,36 @@ def group_table(report: LeakageReport) -> pd.DataFrame:
     within = pd.DataFrame(columns=GROUP_COLUMNS)
     if len(within_ids):
         within = _within_split_groups(table, within_ids)
+        if report.edges is not None:
+            within = _with_strongest_edges(within, table, report.edges)
     parts = [frame for frame in (leaked, within) if len(frame)]
     if not parts:
-        return _empty(GROUP_COLUMNS)
+        return _empty(columns)
     groups = pd.concat(parts, ignore_index=True)
-    result: pd.DataFrame = groups[GROUP_COLUMNS]
+    result: pd.DataFrame = groups[columns]
+    return result
+
+
+def _with_strongest_edges(
+    groups: pd.DataFrame, table: pd.DataFrame, edges: pd.DataFrame
+) -> pd.DataFrame:
+    """``groups`` with the stage and strength of each one's strongest verified pair."""
+    index = _EdgeIndex(edges)
+    labels = table["group_id"].to_numpy()
+    strongest = (
+        pd.DataFrame(
+            {"group_id": labels[index.row_a], "stage": index.stage, "strength": index.strength}
+        )
+        .sort_values("strength", ascending=False, kind="stable")
+        .drop_duplicates("group_id")
+    )
+    stage_of = dict(zip(strongest["group_id"], strongest["stage"], strict=True))
+    strength_of = dict(zip(strongest["group_id"], strongest["strength"], strict=True))
+    found = groups.copy()
+    ids = found["group_id"].tolist()
+    found["evidence"] = pd.Series([stage_of.get(g) for g in ids], index=found.index, dtype=object)
+    found["evidence_strength"] = [float(strength_of.get(g, math.nan)) for g in ids]
+    result: pd.DataFrame = found
     return result
 
 
@@ -530,7 +758,9 @@ def split_table(report: LeakageReport) -> pd.DataFrame:
     return frame
 
 
-def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.DataFrame:
+def leak_matches(
+    report: LeakageReport, reference: str | None = None, *, evidence: bool = False
+) -> pd.DataFrame:
     """Return each leaked image with its closest match in a higher-ranked split.
 
     Parameters
@@ -542,18 +772,32 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
         members in this split (the leakcheck view: test images against
         train); groups without a member in it are skipped. By default each
         group's reference is its first split in the report's split order.
+    evidence : bool, default False
+        Add :data:`MATCH_EVIDENCE_COLUMNS`: why the two are linked. With the
+        report's verified pairs (:attr:`LeakageReport.edges`), the match is
+        the image's strongest verified partner in the reference split when it
+        has one (``direct`` True, ``evidence`` its stage, ``via`` 0), else the
+        reference image the shortest chain of verified pairs reaches
+        (``evidence`` ``"transitive"``, ``via`` the images the chain passes
+        through). Without edges, ``evidence`` is the pairs table's ``stage``
+        (the hash rule), ``direct`` whether it is not ``"transitive"``.
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`MATCH_COLUMNS`, in the report's group order.
+        Columns :data:`MATCH_COLUMNS` (and with ``evidence``,
+        :data:`MATCH_EVIDENCE_COLUMNS`), in the report's group order.
     """
     table = _require_table(report)
     distances = PairDistances.of_report(report, table)
     valid = distances.valid
     order = [str(s) for s in report.images_by_split.index]
     by_group, splits, paths = _member_index(table)
+    edges = _EdgeIndex(report.edges if evidence else None)
+    chains = _Chains(edges) if edges.present else None
     records: list[dict[str, Any]] = []
+    matched: list[tuple[int, int]] = []
+    via: list[Any] = []
     for group_id in _ordered_groups(report):
         rows = by_group.get_group(group_id).to_numpy()
         rows = rows[valid[rows]]
@@ -565,9 +809,22 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
             continue
         ref = rows[splits[rows] == home]
         others = rows[(splits[rows] != home) & pd.notna(splits[rows])]
+        reached = chains.nearest(ref.tolist()) if chains is not None else {}
         for row in others:
             distance = distances(np.full(len(ref), row), ref)
             best = int(np.argmin(distance))
+            hops: Any = pd.NA
+            if chains is not None:
+                found = edges.lookup(np.full(len(ref), row, dtype=np.int64), ref)
+                direct = np.flatnonzero(found >= 0)
+                if len(direct):  # the strongest verified partner, the closest among equals
+                    rank = np.lexsort((distance[direct], -edges.strength[found[direct]]))
+                    best, hops = int(direct[rank[0]]), 0
+                elif int(row) in reached:
+                    steps, origin = reached[int(row)]
+                    best, hops = int(np.flatnonzero(ref == origin)[0]), steps - 1
+            matched.append((int(row), int(ref[best])))
+            via.append(hops)
             records.append(
                 {
                     "group_id": group_id,
@@ -579,7 +836,74 @@ def leak_matches(report: LeakageReport, reference: str | None = None) -> pd.Data
                 }
             )
     frame: pd.DataFrame = pd.DataFrame(records, columns=MATCH_COLUMNS)
+    if evidence:
+        pairs = np.array(matched, dtype=np.int64).reshape(-1, 2)
+        a, b = pairs[:, 0], pairs[:, 1]
+        if edges.present:
+            columns = edges.columns(edges.lookup(a, b))
+        else:
+            columns = _hash_rule_evidence(report, table, distances, a, b)
+            via = [0 if direct else pd.NA for direct in columns["direct"].tolist()]
+        for name, values in columns.items():
+            frame[name] = values
+        frame["via"] = pd.array(via, dtype="Int64")
     return frame
+
+
+def _hash_rule_evidence(
+    report: LeakageReport,
+    table: pd.DataFrame,
+    distances: PairDistances,
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+) -> dict[str, Any]:
+    """:data:`PAIR_EVIDENCE_COLUMNS` of pairs by the hash rule (a report without edges)."""
+    low = (
+        table["low_information"].fillna(False).to_numpy(dtype=bool)
+        if "low_information" in table
+        else np.zeros(len(table), dtype=bool)
+    )
+    similarity = _Similarities(report).lookup(a, b)
+    stage = _pair_stages(
+        a,
+        b,
+        distances.plain(a, b),
+        distances(a, b),
+        distances.limit(a, b),
+        _digest_codes(table),
+        low,
+        similarity,
+    )
+    return {
+        "direct": stage != TRANSITIVE,
+        "evidence": stage,
+        "evidence_similarity": similarity,
+        "inliers": pd.array([pd.NA] * len(a), dtype="Int64"),
+        "evidence_strength": np.full(len(a), np.nan),
+    }
+
+
+class _Chains:
+    """The graph of verified pairs, for the shortest chains between images."""
+
+    def __init__(self, edges: _EdgeIndex) -> None:
+        self.neighbours: dict[int, list[int]] = {}
+        for a, b in zip(edges.row_a.tolist(), edges.row_b.tolist(), strict=True):
+            self.neighbours.setdefault(a, []).append(b)
+            self.neighbours.setdefault(b, []).append(a)
+
+    def nearest(self, sources: list[int]) -> dict[int, tuple[int, int]]:
+        """Each image reachable from ``sources``: (links to the nearest source, that source)."""
+        reached = {source: (0, source) for source in sources}
+        queue = collections.deque(sources)
+        while queue:
+            node = queue.popleft()
+            steps, origin = reached[node]
+            for neighbour in self.neighbours.get(node, ()):
+                if neighbour not in reached:
+                    reached[neighbour] = (steps + 1, origin)
+                    queue.append(neighbour)
+        return reached
 
 
 def _member_index(table: pd.DataFrame) -> tuple[Any, NDArray[Any], NDArray[Any]]:

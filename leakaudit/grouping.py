@@ -25,6 +25,7 @@ from leakaudit.search import as_hash_array, iter_linking_pairs, iter_pairs_withi
 __all__ = [
     "GroupSpread",
     "connected_component_labels",
+    "exact_key_edges",
     "fuzzy_edges",
     "group_labels_within",
     "group_spread",
@@ -278,6 +279,13 @@ def _exact_key_edges(
     """Yield edges chaining together eligible rows that share a (non-missing) key."""
     codes, _ = pd.factorize(pd.Series(list(keys), dtype=object), use_na_sentinel=True)
     yield from _shared_code_edges(codes.astype(np.int64), eligible)
+
+
+def exact_key_edges(
+    keys: Sequence[Any] | NDArray[Any], eligible: NDArray[np.bool_]
+) -> Iterator[NDArray[np.int64]]:
+    """Edges joining the ``eligible`` rows that share a non-missing key (byte copies)."""
+    return _exact_key_edges(keys, eligible)
 
 
 def fuzzy_edges(

@@ -85,14 +85,22 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "CROP_BOXES",
+    "CROP_ROTATIONS",
+    "CROP_SCALES",
     "HASH_METHODS",
+    "N_CROP_ENTRIES",
+    "N_EXTRA_ENTRIES",
+    "N_ROTATION_ENTRIES",
     "ON_ERROR_CHOICES",
     "HashTable",
     "ImageHashes",
     "OrientationHashes",
     "UnreadableImageWarning",
     "apply_on_error",
+    "crop_entry_hashes",
     "dihedral_orientations",
+    "entry_kinds",
     "hamming_distance",
     "hash_image",
     "hash_sources",
@@ -100,6 +108,8 @@ __all__ = [
     "hex_to_hashes",
     "popcount64",
     "source_name",
+    "turned_view",
+    "whole_hashes",
 ]
 
 HASH_METHODS: tuple[str, ...] = ("dhash", "phash")
@@ -699,16 +709,265 @@ def _dihedral_entries(
     return entries
 
 
+# ------------------------------------------------------- crop and rotation entries
+
+#: The crop entries: (side kept, positions per axis). Each keeps that fraction of the
+#: image's width and height, at positions spread evenly from one edge to the other
+#: (3 x 3 or 4 x 4 of them). Chosen by the recall of the candidate net on 5% and 15%
+#: crops against the false candidates it adds (``benchmarks/RESULTS.md``, "The
+#: verified cascade"); smaller crops (0.80) also matched different framings of one
+#: scene (two crops of one photo overlapping by IoU 0.6).
+CROP_SCALES = ((0.95, 3), (0.85, 4))
+#: Rotations (degrees) of the rotation entries, each hashed over its centre 85%.
+CROP_ROTATIONS = (3.0, -3.0, 6.0, -6.0)
+_ROTATION_KEEP = 0.85
+_BASE_SIDE = 32
+
+
+def _crop_boxes() -> list[tuple[float, float, float, float]]:
+    boxes = []
+    for keep, positions in CROP_SCALES:
+        margin = 1.0 - keep
+        steps = [k / (positions - 1) for k in range(positions)]
+        for fy in steps:
+            for fx in steps:
+                boxes.append((fx * margin, fy * margin, fx * margin + keep, fy * margin + keep))
+    return boxes
+
+
+#: The crop entries' regions, ``(left, top, right, bottom)`` as fractions of the image.
+CROP_BOXES = _crop_boxes()
+#: Entries a row has beyond its orientation entries when ``crop_entries`` is on: its
+#: hashes as it is, the crops (in :data:`CROP_SCALES` order, rows of positions), then
+#: the rotations; all of the image as it is (not turned: a canonical orientation is
+#: decided by the low band, which a crop can tip, and then the crops of the original
+#: and the copy would sit in different orientations).
+N_CROP_ENTRIES = len(CROP_BOXES)
+N_ROTATION_ENTRIES = len(CROP_ROTATIONS)
+N_EXTRA_ENTRIES = 1 + N_CROP_ENTRIES + N_ROTATION_ENTRIES
+
+
+def _triangle_matrix(
+    n_out: int, low: float, high: float, n_in: int = _BASE_SIDE
+) -> NDArray[np.float64]:
+    """Rows of weights resampling ``[low, high)`` of ``n_in`` samples to ``n_out`` (antialiased)."""
+    scale = (high - low) / n_out
+    support = max(1.0, scale)
+    centres = low + (np.arange(n_out) + 0.5) * scale
+    weights = np.clip(1.0 - np.abs(np.arange(n_in) + 0.5 - centres[:, None]) / support, 0.0, None)
+    normalised: NDArray[np.float64] = weights / weights.sum(axis=1, keepdims=True)
+    return normalised
+
+
+def _entry_matrices(
+    boxes: Sequence[tuple[float, float, float, float]],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per box: the DCT-of-resample matrices of pHash (rows, columns) and the dHash strip's."""
+    side = float(_BASE_SIDE)
+    rows = [_DCT_LOW @ _triangle_matrix(_PHASH_SIZE, b[1] * side, b[3] * side) for b in boxes]
+    cols = [_DCT_LOW @ _triangle_matrix(_PHASH_SIZE, b[0] * side, b[2] * side) for b in boxes]
+    strip_rows = [_triangle_matrix(_HASH_SIDE, b[1] * side, b[3] * side) for b in boxes]
+    strip_cols = [_triangle_matrix(_HASH_SIDE + 1, b[0] * side, b[2] * side) for b in boxes]
+    return (
+        np.stack(rows),
+        np.ascontiguousarray(np.stack(cols).transpose(0, 2, 1)),
+        np.stack(strip_rows),
+        np.ascontiguousarray(np.stack(strip_cols).transpose(0, 2, 1)),
+    )
+
+
+_CROP_MATRICES = _entry_matrices(CROP_BOXES)
+_CENTRE_MARGIN = (1.0 - _ROTATION_KEEP) / 2
+_ROTATION_MATRICES = _entry_matrices(
+    [(_CENTRE_MARGIN, _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN)]
+)
+
+
+def _packed_rows(bits: NDArray[np.bool_]) -> NDArray[np.uint64]:
+    """Each row of 64 bits as one uint64, first bit the most significant (as :func:`_pack_bits`)."""
+    packed: NDArray[np.uint64] = (
+        np.packbits(np.ascontiguousarray(bits), axis=1).view(">u8").ravel().astype(np.uint64)
+    )
+    return packed
+
+
+def _entries_from_rows(
+    low: NDArray[np.float64], strip: NDArray[np.float64]
+) -> list[tuple[int, int]]:
+    """Hashes from per-entry low bands ``(k, 8, 8)`` and dHash strips ``(k, 8, 9)``."""
+    k = len(low)
+    flat = low.reshape(k, -1)
+    middle = np.partition(flat, (_MEDIAN_LOW, _MEDIAN_LOW + 1), axis=1)
+    median = (middle[:, _MEDIAN_LOW] + middle[:, _MEDIAN_LOW + 1]) / 2.0
+    phash = _packed_rows(flat > median[:, None])
+    dhash = _packed_rows((strip[:, :, 1:] > strip[:, :, :-1]).reshape(k, -1))
+    return list(zip(phash.tolist(), dhash.tolist(), strict=True))
+
+
+def _entries_from_base(
+    base: NDArray[np.float64],
+    matrices: tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]
+    ],
+) -> list[tuple[int, int]]:
+    """Hashes of every box of ``matrices`` on one base."""
+    rows, cols, strip_rows, strip_cols = matrices
+    k = len(rows)
+    # One GEMM for every entry's row pass (small enough for BLAS to stay on one
+    # thread, see _matmul), then the small per-entry column pass.
+    low = np.matmul((rows.reshape(-1, _BASE_SIDE) @ base).reshape(k, _HASH_SIDE, -1), cols)
+    strip = np.matmul(
+        (strip_rows.reshape(-1, _BASE_SIDE) @ base).reshape(k, _HASH_SIDE, -1), strip_cols
+    )
+    return _entries_from_rows(low, strip)
+
+
+def _entries_from_bases(
+    bases: NDArray[np.float64],
+    matrices: tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]
+    ],
+) -> list[tuple[int, int]]:
+    """Hashes of the one box of ``matrices`` on each of several bases ``(m, 64, 64)``."""
+    rows, cols, strip_rows, strip_cols = matrices
+    low = np.matmul(np.matmul(rows[0], bases), cols[0])
+    strip = np.matmul(np.matmul(strip_rows[0], bases), strip_cols[0])
+    return _entries_from_rows(low, strip)
+
+
+def _rotation_gather(angle: float) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Flat source indices (4, n) and bilinear weights (4, n) rotating the base by ``angle``.
+
+    Counter-clockwise about the centre, as ``PIL.Image.rotate``; outside the
+    base the image reads as black (weight 0), like Pillow's fill.
+    """
+    side = _BASE_SIDE
+    theta = math.radians(angle)
+    centre = side / 2.0
+    ys, xs = np.mgrid[0:side, 0:side].astype(np.float64) + 0.5
+    # Inverse map: the source position of each output pixel.
+    dx, dy = xs - centre, ys - centre
+    sx = math.cos(theta) * dx - math.sin(theta) * dy + centre - 0.5
+    sy = math.sin(theta) * dx + math.cos(theta) * dy + centre - 0.5
+    x0, y0 = np.floor(sx), np.floor(sy)
+    fx, fy = sx - x0, sy - y0
+    indices, weights = [], []
+    for oy, ox, weight in (
+        (0, 0, (1 - fx) * (1 - fy)),
+        (0, 1, fx * (1 - fy)),
+        (1, 0, (1 - fx) * fy),
+        (1, 1, fx * fy),
+    ):
+        x, y = (x0 + ox).astype(np.intp), (y0 + oy).astype(np.intp)
+        inside = (x >= 0) & (x < side) & (y >= 0) & (y < side)
+        indices.append(np.where(inside, y * side + x, 0).ravel())
+        weights.append(np.where(inside, weight, 0.0).ravel())
+    return np.stack(indices), np.stack(weights)
+
+
+_ROTATION_GATHERS = [_rotation_gather(angle) for angle in CROP_ROTATIONS]
+# All rotations in one gather: (rotations, 4 neighbours, pixels).
+_ROTATION_INDICES = np.stack([indices for indices, _ in _ROTATION_GATHERS])
+_ROTATION_WEIGHTS = np.stack([weights for _, weights in _ROTATION_GATHERS])
+
+
+def _crop_entries(pixels: NDArray[np.uint8], box: Box | None, code: int) -> list[tuple[int, int]]:
+    """``(phash, dhash)`` of the crops and small rotations of the image turned by ``code``."""
+    thumb, _ = _thumbnails(*_oriented(pixels, box, code))
+    return _crop_entries_of_thumbnail(thumb)
+
+
+def _crop_entries_of_thumbnail(thumb: NDArray[np.float64]) -> list[tuple[int, int]]:
+    """The crop and rotation entries from the image's 32 x 32 pHash thumbnail.
+
+    Not Pillow's exact resampling of each region (the whole-image hashes are):
+    every entry is two small products on the thumbnail the pHash already made
+    (enough for the 8 x 8 low band of an 85% crop), so all of them cost about
+    as much as one exact thumbnail. They only propose candidates, which
+    verification decides.
+    """
+    base = np.ascontiguousarray(thumb, dtype=np.float64)
+    entries = _entries_from_base(base, _CROP_MATRICES)
+    rotated = (base.ravel()[_ROTATION_INDICES] * _ROTATION_WEIGHTS).sum(axis=1)
+    rotated = rotated.reshape(len(CROP_ROTATIONS), _BASE_SIDE, _BASE_SIDE)
+    return entries + _entries_from_bases(rotated, _ROTATION_MATRICES)
+
+
+def crop_entry_hashes(
+    pixels: NDArray[np.uint8], box: Box | None, code: int
+) -> list[tuple[int, int]]:
+    """The :data:`N_EXTRA_ENTRIES` crop and rotation entries of grey pixels turned by ``code``."""
+    return _crop_entries(pixels, box, code)
+
+
+def whole_hashes(
+    pixels: NDArray[np.uint8], box: Box | None = None
+) -> tuple[int, int, NDArray[np.float64]]:
+    """pHash, dHash and low-band DCT coefficients of grey pixels (the region ``box``)."""
+    return _hashes_from_thumbnails(*_thumbnails(np.ascontiguousarray(pixels), box))
+
+
+def turned_view(
+    pixels: NDArray[np.uint8], box: Box | None, code: int
+) -> tuple[NDArray[np.uint8], Box | None]:
+    """The pixels and box turned by dihedral ``code`` (see :func:`dihedral_orientations`)."""
+    return _oriented(pixels, box, code)
+
+
+#: Most orientation entries a row can have (all 8 dihedral codes); a row with more
+#: entries also has the as-is, crop and rotation entries.
+_MAX_ORIENTATIONS = 8
+
+
+def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
+    """The kind of each of a table's entries.
+
+    0: whole image in a canonical orientation (dihedral matching); 3: the whole
+    image as it is; 1: a crop; 2: a small rotation. A row hashed with
+    ``crop_entries`` ends with its :data:`N_EXTRA_ENTRIES` entries, in that
+    order: as-is, crops, rotations (it then has more than 8 entries); the ones
+    before are its orientations.
+
+    Examples
+    --------
+    >>> owner = np.repeat(np.array([0, 1]), [1, 1 + N_EXTRA_ENTRIES])
+    >>> np.bincount(entry_kinds(owner)).tolist() == [2, N_CROP_ENTRIES, N_ROTATION_ENTRIES, 1]
+    True
+    """
+    owner = np.asarray(owner, dtype=np.int64)
+    kinds = np.zeros(len(owner), dtype=np.int8)
+    if len(owner) == 0:
+        return kinds
+    last = np.r_[np.flatnonzero(np.diff(owner)), len(owner) - 1]
+    counts = np.diff(np.r_[-1, last])
+    stop = np.repeat(last, counts)
+    from_end = stop - np.arange(len(owner))
+    extra = np.repeat(counts > _MAX_ORIENTATIONS, counts)
+    kinds[extra & (from_end == N_EXTRA_ENTRIES - 1)] = 3
+    kinds[extra & (from_end < N_EXTRA_ENTRIES - 1)] = 1
+    kinds[extra & (from_end < N_ROTATION_ENTRIES)] = 2
+    return kinds
+
+
 def _hash_reduced(
-    reduced: tuple[NDArray[np.uint8], Box | None], dihedral: bool
+    reduced: tuple[NDArray[np.uint8], Box | None], dihedral: bool, crop_entries: bool = False
 ) -> tuple[int, int, bool, list[tuple[int, int]]]:
-    """pHash, dHash, low-information flag and (with ``dihedral``) the orientation entries."""
+    """pHash, dHash, low-information flag and (with ``dihedral``) the entries.
+
+    The entries are the orientation entries, then (with ``crop_entries``) the
+    :data:`N_EXTRA_ENTRIES` as-is, crop and rotation entries.
+    """
     pixels, box = reduced
-    identity = _hashes_from_thumbnails(*_thumbnails(pixels, box))
+    thumb, strip = _thumbnails(pixels, box)
+    identity = _hashes_from_thumbnails(thumb, strip)
     phash, dhash, ac = identity
     low_information = bool(ac @ ac < _LOW_INFORMATION_ENERGY)
     # Blank images never link by hash, so they need no orientations.
-    entries = _dihedral_entries(pixels, box, identity) if dihedral and not low_information else []
+    if not dihedral or low_information:
+        return phash, dhash, low_information, []
+    entries = _dihedral_entries(pixels, box, identity)
+    if crop_entries:
+        entries += [(phash, dhash), *_crop_entries_of_thumbnail(thumb)]
     return phash, dhash, low_information, entries
 
 
@@ -762,12 +1021,16 @@ def hash_image(
     check_bool("dihedral", dihedral)
     if isinstance(source, Image.Image):
         reduced, note = grey_and_note_from_pil(source, "<in-memory PIL image>", options)
-        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
+        phash, dhash, low_information, entries = _hash_reduced(
+            reduced, dihedral, options.crop_entries
+        )
         digest = _digest_pil(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>", options)
         reduced, note = grey_and_note_from_bytes(data, name, options)
-        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
+        phash, dhash, low_information, entries = _hash_reduced(
+            reduced, dihedral, options.crop_entries
+        )
         digest = _digest_bytes(data) if low_information else 0
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
@@ -796,7 +1059,9 @@ def _hash_encoded(
     try:
         name, data = read_source(source, name, options)
         reduced, note = grey_and_note_from_bytes(data, name, options)
-        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
+        phash, dhash, low_information, entries = _hash_reduced(
+            reduced, dihedral, options.crop_entries
+        )
     except ImageLoadError as exc:
         return exc.reason
     digest = _digest_bytes(data) if low_information else 0
@@ -808,7 +1073,9 @@ def _hash_pil(
 ) -> _ItemResult:
     try:
         reduced, note = grey_and_note_from_pil(image, name, options)
-        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral)
+        phash, dhash, low_information, entries = _hash_reduced(
+            reduced, dihedral, options.crop_entries
+        )
     except ImageLoadError as exc:
         return exc.reason
     digest = _digest_pil(image) if low_information else 0

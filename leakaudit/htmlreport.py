@@ -28,9 +28,9 @@ from numpy.typing import NDArray
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
 from leakaudit.distances import PairDistances, table_distances
-from leakaudit.export import split_table
+from leakaudit.export import evidence_text, split_table
 from leakaudit.policy import DEFAULT_THRESHOLDS
-from leakaudit.report import LeakageReport
+from leakaudit.report import EDGE_COLUMNS, TRANSITIVE, LeakageReport
 from leakaudit.safe_io import atomic_open
 
 __all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
@@ -45,6 +45,11 @@ _PALETTE = ("#0066aa", "#c05a00", "#007a5a", "#a0307a", "#5a5a00", "#4a4a9a", "#
 def _e(value: object) -> str:
     """Escape any value for HTML text and attribute values."""
     return html.escape(str(value), quote=True)
+
+
+def _q(value: object) -> str:
+    """An escaped, double-quoted attribute value."""
+    return f'"{_e(value)}"'
 
 
 @dataclass(frozen=True)
@@ -265,7 +270,93 @@ def _histogram_svg(counts: NDArray[np.int64], threshold: int | None) -> str:
     return "".join(parts)
 
 
-class _Renderer:
+# Stages with a colour of their own (any other stage name is shown, escaped, in grey).
+_STAGES = ("bytes", "hash", "pixels", "geometry", "embedding")
+_TRANSITIVE_BADGE = "transitive: linked only through same-split chains"
+
+
+def _stage_class(stage: object) -> str:
+    return f"ev-{stage}" if stage in _STAGES else "ev-other"
+
+
+def _evidence_attribute(evidence: object) -> str:
+    return f' data-evidence="{_e(evidence)}"' if isinstance(evidence, str) and evidence else ""
+
+
+def evidence_badges(evidence: object, strength: object) -> str:
+    """The badges of a leaked group's evidence (empty when the report has none)."""
+    if not isinstance(evidence, str) or not evidence:
+        return ""
+    if evidence == TRANSITIVE:
+        return f'<span class="ev transitive">{_e(_TRANSITIVE_BADGE)}</span>'
+    value = _strength(strength)
+    badge = f'<span class="ev {_stage_class(evidence)}">evidence: {_e(evidence)}</span>'
+    if value is not None:
+        badge += (
+            f'<span class="strength" title="evidence strength in [0, 1]; 1 = byte copy">'
+            f"strength {value:.2f}</span>"
+        )
+    return badge
+
+
+def _transitive_note(evidence: object) -> str:
+    if evidence != TRANSITIVE:
+        return ""
+    return (
+        '<p class="evidence transitive">No verified pair joins two of its splits directly: '
+        "its splits meet only through chains of links between images of one split (or "
+        "without a split). Look at it before acting on it.</p>"
+    )
+
+
+def _numbers(column: pd.Series) -> NDArray[np.float64]:
+    numbers = pd.Series(pd.to_numeric(column, errors="coerce"), dtype="Float64")
+    values: NDArray[np.float64] = np.array(
+        numbers.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64
+    )
+    return values
+
+
+class _Edges:
+    """The report's verified pairs (:attr:`LeakageReport.edges`), by row pair."""
+
+    def __init__(self, edges: pd.DataFrame | None) -> None:
+        self.present = edges is not None
+        frame = edges if edges is not None else pd.DataFrame(columns=EDGE_COLUMNS)
+        a = frame["row_a"].to_numpy(dtype=np.int64)
+        b = frame["row_b"].to_numpy(dtype=np.int64)
+        self.row_a, self.row_b = np.minimum(a, b), np.maximum(a, b)
+        self.stage: list[object] = frame["stage"].astype(object).tolist()
+        self.distance = _numbers(frame["distance"])
+        self.similarity = _numbers(frame["similarity"])
+        self.inliers = _numbers(frame["inliers"])
+        self.strength = np.nan_to_num(_numbers(frame["strength"]), nan=0.0)
+        self.pairs: dict[tuple[int, int], int] = {}
+        for e in np.argsort(-self.strength, kind="stable").tolist():  # the strongest counts
+            self.pairs.setdefault((int(self.row_a[e]), int(self.row_b[e])), e)
+
+    def lookup(self, a: int, b: int) -> int:
+        """The position in the edges of the pair ``(a, b)``; -1 when it is not an edge."""
+        return self.pairs.get((min(a, b), max(a, b)), -1)
+
+
+def _split_key(split: object) -> str | None:
+    """The split a member counts for (None: it has none)."""
+    if split is None or split is pd.NA or (isinstance(split, float) and np.isnan(split)):
+        return None
+    return str(split)
+
+
+def _strength(value: object) -> float | None:
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        number = float(value)
+        return None if np.isnan(number) else number
+    return None
+
+
+class _Page:
+    """What every page shows: verdict, per-split summary, verification, parameters."""
+
     def __init__(
         self,
         report: LeakageReport,
@@ -277,33 +368,18 @@ class _Renderer:
         nn_sample: int,
         progress: bool | None,
     ) -> None:
-        if report.table is None:
-            raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
         self.report = report
-        self.table: pd.DataFrame = report.table
         self.title = title
         self.max_groups = max_groups
         self.max_members = max_members
         self.thumbnail_size = thumbnail_size
         self.nn_sample = nn_sample
         self.progress = progress
-        method = report.parameters.get("method")
-        self.method = method if isinstance(method, str) else None
-        threshold = report.parameters.get("threshold")
-        self.threshold = int(threshold) if isinstance(threshold, (int, np.integer)) else None
-        if isinstance(threshold, Mapping):  # per-source rules: mark the default
-            default = threshold.get("*", DEFAULT_THRESHOLDS.get(self.method or "", None))
-            self.threshold = int(default) if isinstance(default, (int, np.integer)) else None
-        self.pair_distances = PairDistances.of_report(report, self.table)
-        # The same columns as table_distances gives (parsed once: seconds on 100k rows).
-        self.columns, self.valid = self.pair_distances.columns, self.pair_distances.valid
-        self.splits: list[Any] = self.table["split"].to_numpy(dtype=object).tolist()
-        self.group_ids = self.table["group_id"].to_numpy()
         self.split_index = {str(s): i for i, s in enumerate(report.images_by_split.index)}
-        self.paths = [str(p) for p in self.table["path"]] if "path" in self.table else []
-        self.root = _common_root(self.paths)
-
-    # ---------------------------------------------------------------- helpers
+        self.root: str | None = None
+        parameters = report.parameters
+        # Shown in their own section (when present), not again among the parameters.
+        self.verification_keys = [k for k in ("stages", "verification") if k in parameters]
 
     def display_path(self, path: str) -> str:
         if self.root is not None and path.startswith(self.root):
@@ -311,28 +387,19 @@ class _Renderer:
         return path
 
     def badge(self, split: object) -> str:
-        if split is None or (isinstance(split, float) and np.isnan(split)):
+        if _split_key(split) is None:
             return '<span class="badge nosplit">no split</span>'
         index = self.split_index.get(str(split), len(self.split_index))
         colour = _PALETTE[index % len(_PALETTE)]
         return f'<span class="badge" style="background:{colour}">{_e(split)}</span>'
 
     def render(self) -> str:
-        cards = _GroupCards(self)
-        leaked, within = cards.group_order()
+        """The page of a report without its table (rebuilt from JSON): no images."""
         body = [
             self.header(),
             self.summary(),
-            _histogram_section(
-                self.table,
-                self.columns,
-                self.valid,
-                method=self.method,
-                threshold=self.threshold,
-                sample=self.nn_sample,
-            ),
-            *cards.sections(leaked, within),
-            self.unreadable(),
+            self.verification(),
+            self.rebuilt_groups(),
             self.parameters(),
         ]
         return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
@@ -380,6 +447,159 @@ class _Renderer:
             + "</tbody></table></section>"
         )
 
+    def parameters(self) -> str:
+        from leakaudit import __version__
+
+        values: dict[str, object] = {
+            k: v for k, v in self.report.parameters.items() if k not in self.verification_keys
+        }
+        values.update(
+            {
+                "leakaudit version": __version__,
+                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "groups shown per section (max)": self.max_groups,
+                "members shown per group (max)": self.max_members,
+                "thumbnail size (px)": self.thumbnail_size,
+            }
+        )
+        if self.root:
+            values["paths relative to"] = self.root
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in values.items())
+        return (
+            '<section id="parameters"><h2>Parameters</h2>'
+            f'<table class="params"><tbody>{rows}</tbody></table></section>'
+        )
+
+    def rebuilt_groups(self) -> str:
+        groups = self.report.leaked_groups
+        out = [
+            f'<section id="leaked"><h2>Leaked groups ({len(groups)})</h2>'
+            '<p class="note">This report was rebuilt from its JSON summary: it holds no image '
+            "table, so there are no thumbnails, member lists, distances or histogram (re-run "
+            "the audit for them). Groups in the report's order.</p>"
+        ]
+        if not len(groups):
+            out.append('<p class="none">None.</p>')
+        for row in groups.head(self.max_groups).itertuples(index=False):
+            evidence = getattr(row, "evidence", None)
+            out.append(
+                f'<article class="group leaked" id="g{_e(row.group_id)}" '
+                f'data-group-id="{_e(row.group_id)}"{_evidence_attribute(evidence)}>'
+                f'<h3>Group {_e(row.group_id)} <span class="meta">{_e(row.n_members)} images '
+                f"({_e(row.members_by_split)})</span>"
+                f"{evidence_badges(evidence, getattr(row, 'evidence_strength', None))}</h3>"
+                f"{_transitive_note(evidence)}</article>"
+            )
+        if len(groups) > self.max_groups:
+            out.append(
+                f'<p class="omitted">{len(groups) - self.max_groups} more group(s) not shown.</p>'
+            )
+        out.append("</section>")
+        return "".join(out)
+
+    def verification(self) -> str:
+        """The stages that ran and the verification counts, when the report records them."""
+        parameters = self.report.parameters
+        stages, counts = parameters.get("stages"), parameters.get("verification")
+        if stages is None and counts is None:
+            return ""
+        out = ['<section id="verification"><h2>Verification</h2>']
+        if isinstance(stages, (list, tuple)) and stages:
+            listed = " &rarr; ".join(f'<span class="stage">{_e(s)}</span>' for s in stages)
+            out.append(f'<p class="stages">Stages that ran, in order: {listed}</p>')
+        elif stages is not None:
+            out.append(f'<p class="stages">Stages: {_e(stages)}</p>')
+        if isinstance(counts, Mapping):
+            if counts.get("ran") is False:
+                why = counts.get("why", "not requested")
+                out.append(
+                    f'<p class="unverified">Verification did not run ({_e(why)}): pairs were '
+                    "linked by the hash threshold alone.</p>"
+                )
+            found = {k: counts.get(k) for k in ("candidates", "verified", "rejected")}
+            if all(isinstance(v, (int, np.integer)) for v in found.values()):
+                out.append(
+                    f'<p class="counts">The hashes proposed {found["candidates"]} candidate '
+                    f"pair(s); verification accepted {found['verified']} (only these link "
+                    f"images) and rejected {found['rejected']}.</p>"
+                )
+            rows = "".join(
+                f"<tr><th>{_e(str(k).replace('_', ' '))}</th><td>{_e(v)}</td></tr>"
+                for k, v in counts.items()
+                if k not in ("ran", "why")
+            )
+            if rows:
+                out.append(f'<table class="params verification"><tbody>{rows}</tbody></table>')
+        elif counts is not None:
+            out.append(f"<p>{_e(counts)}</p>")
+        out.append("</section>")
+        return "".join(out)
+
+
+class _Renderer(_Page):
+    def __init__(
+        self,
+        report: LeakageReport,
+        *,
+        title: str,
+        max_groups: int,
+        max_members: int,
+        thumbnail_size: int,
+        nn_sample: int,
+        progress: bool | None,
+    ) -> None:
+        super().__init__(
+            report,
+            title=title,
+            max_groups=max_groups,
+            max_members=max_members,
+            thumbnail_size=thumbnail_size,
+            nn_sample=nn_sample,
+            progress=progress,
+        )
+        if report.table is None:
+            raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
+        self.table: pd.DataFrame = report.table
+        method = report.parameters.get("method")
+        self.method = method if isinstance(method, str) else None
+        threshold = report.parameters.get("threshold")
+        self.threshold = int(threshold) if isinstance(threshold, (int, np.integer)) else None
+        if isinstance(threshold, Mapping):  # per-source rules: mark the default
+            default = threshold.get("*", DEFAULT_THRESHOLDS.get(self.method or "", None))
+            self.threshold = int(default) if isinstance(default, (int, np.integer)) else None
+        self.pair_distances = PairDistances.of_report(report, self.table)
+        # The same columns as table_distances gives (parsed once: seconds on 100k rows).
+        self.columns, self.valid = self.pair_distances.columns, self.pair_distances.valid
+        self.splits: list[Any] = self.table["split"].to_numpy(dtype=object).tolist()
+        self.group_ids = self.table["group_id"].to_numpy()
+        self.paths = (
+            [str(p) for p in self.table["path"]]
+            if "path" in self.table
+            else [str(i) for i in range(len(self.table))]
+        )
+        self.root = _common_root(self.paths)
+
+    def render(self) -> str:
+        cards = _GroupCards(self)
+        leaked, within = cards.group_order()
+        body = [
+            self.header(),
+            self.summary(),
+            self.verification(),
+            _histogram_section(
+                self.table,
+                self.columns,
+                self.valid,
+                method=self.method,
+                threshold=self.threshold,
+                sample=self.nn_sample,
+            ),
+            *cards.sections(leaked, within),
+            self.unreadable(),
+            self.parameters(),
+        ]
+        return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
+
     def unreadable(self) -> str:
         head = '<section id="unreadable"><h2>Unreadable files'
         if "error" not in self.table:
@@ -406,27 +626,6 @@ class _Renderer:
         out.append("</section>")
         return "".join(out)
 
-    def parameters(self) -> str:
-        from leakaudit import __version__
-
-        values: dict[str, object] = dict(self.report.parameters)
-        values.update(
-            {
-                "leakaudit version": __version__,
-                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "groups shown per section (max)": self.max_groups,
-                "members shown per group (max)": self.max_members,
-                "thumbnail size (px)": self.thumbnail_size,
-            }
-        )
-        if self.root:
-            values["paths relative to"] = self.root
-        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in values.items())
-        return (
-            '<section id="parameters"><h2>Parameters</h2>'
-            f'<table class="params"><tbody>{rows}</tbody></table></section>'
-        )
-
 
 class _GroupCards:
     """The leaked and within-split group sections: thumbnails, badges, distances."""
@@ -447,22 +646,84 @@ class _GroupCards:
         self.badge = page.badge
         self.display_path = page.display_path
         self.thumbs: dict[str, str | None] = {}
+        self.edges = _Edges(self.report.edges)
+        self.cross = self.cross_edges()
+        groups = self.report.leaked_groups
+        self.evidence: dict[Any, tuple[object, object]] = {}
+        if "evidence" in groups and "evidence_strength" in groups:
+            self.evidence = {
+                g: (e, v)
+                for g, e, v in zip(
+                    groups["group_id"], groups["evidence"], groups["evidence_strength"], strict=True
+                )
+            }
+
+    def cross_edges(self) -> dict[Any, list[int]]:
+        """Per group, its verified pairs across splits (positions in the edges), strongest first."""
+        edges = self.edges
+        if not len(edges.row_a):
+            return {}
+        split_a = [_split_key(self.splits[r]) for r in edges.row_a.tolist()]
+        split_b = [_split_key(self.splits[r]) for r in edges.row_b.tolist()]
+        found: dict[Any, list[int]] = {}
+        for e in np.argsort(-edges.strength, kind="stable").tolist():
+            a, b = split_a[e], split_b[e]
+            if a is not None and b is not None and a != b:
+                found.setdefault(self.group_ids[edges.row_a[e]], []).append(e)
+        return found
+
+    def shown_rows(self, group_id: Any, rows: list[int] | None = None) -> list[int]:
+        """The members shown with a thumbnail: at least one of every split.
+
+        The strongest verified pair across splits first, then one member of
+        each split not yet shown (one with a verified pair across splits when
+        there is one), then the others up to ``max_members``; in member order.
+        """
+        rows = self.member_rows(group_id) if rows is None else rows
+        picked: dict[int, None] = {}
+        cross = self.cross.get(group_id, [])
+        if cross:
+            picked[int(self.edges.row_a[cross[0]])] = None
+            picked[int(self.edges.row_b[cross[0]])] = None
+        ends = {int(self.edges.row_a[e]) for e in cross} | {int(self.edges.row_b[e]) for e in cross}
+        by_split: dict[str, list[int]] = {}
+        for row in rows:
+            key = _split_key(self.splits[row])
+            if key is not None:
+                by_split.setdefault(key, []).append(row)
+        covered = {_split_key(self.splits[r]) for r in picked}
+        for key, members in by_split.items():
+            if key not in covered:
+                picked[next((r for r in members if r in ends), members[0])] = None
+        for row in rows:
+            if len(picked) >= self.max_members:
+                break
+            picked.setdefault(row, None)
+        place = {row: i for i, row in enumerate(rows)}
+        return sorted(picked, key=place.__getitem__)
 
     def sections(self, leaked: list[Any], within: list[Any]) -> list[str]:
         """The two group sections, thumbnails loaded first (only for the members shown)."""
         needed = {
             self.paths[r]
             for g in (*leaked[: self.max_groups], *within[: self.max_groups])
-            for r in self.member_rows(g)[: self.max_members]
+            for r in self.shown_rows(g)
         }
         self.load_thumbnails(sorted(needed))
+        order = (
+            "Strongest evidence first: byte copies, then pairs verified by their pixels or "
+            "geometry (by strength); groups whose splits are linked only through chains of "
+            "same-split images (transitive) last. Each group shows a member of every split it "
+            "touches, and the verified pair that joins two splits."
+            if self.ordered_by_evidence()
+            else "Largest first; among equal sizes the closest (most certain) first; "
+            "blank or near-flat (low-information) groups last."
+        )
         return [
             self.groups_section(
                 "leaked",
                 "Leaked groups",
-                "Duplicate groups whose members sit in more than one split: the leakage. "
-                "Largest first; among equal sizes the closest (most certain) first; "
-                "blank or near-flat (low-information) groups last.",
+                "Duplicate groups whose members sit in more than one split: the leakage. " + order,
                 leaked,
             ),
             self.groups_section(
@@ -485,10 +746,19 @@ class _GroupCards:
         )
         return order
 
+    def ordered_by_evidence(self) -> bool:
+        """Whether the report ranks its leaked groups by evidence (it had verified pairs)."""
+        groups = self.report.leaked_groups
+        return self.report.edges is not None or (
+            "evidence" in groups and bool(groups["evidence"].notna().any())
+        )
+
     def group_order(self) -> tuple[list[Any], list[Any]]:
         groups = self.report.leaked_groups
         leaked: list[Any] = []
-        if len(groups):
+        if self.ordered_by_evidence():
+            leaked = groups["group_id"].tolist()  # the report's order: strongest evidence first
+        elif len(groups):
             spread = pd.to_numeric(groups["max_distance"], errors="coerce").fillna(65)
             keys = pd.DataFrame(
                 {
@@ -564,7 +834,7 @@ class _GroupCards:
 
     def group_card(self, group_id: Any, *, leaked: bool) -> str:
         rows = self.member_rows(group_id)
-        shown = rows[: self.max_members]
+        shown = self.shown_rows(group_id, rows)
         splits = [self.splits[r] for r in rows]
         counts: dict[str, int] = {}
         for split in splits:
@@ -576,13 +846,15 @@ class _GroupCards:
         )
         summary = ", ".join(f"{_e(k)}: {v}" for k, v in counts.items())
         cls = "group leaked" if leaked else "group within"
+        evidence, strength = self.evidence.get(group_id, (None, None)) if leaked else (None, None)
         out = [
             f'<article class="{cls}" id="{"g" if leaked else "w"}{_e(group_id)}" '
-            f'data-group-id="{_e(group_id)}"><h3>Group {_e(group_id)} '
+            f'data-group-id="{_e(group_id)}"{_evidence_attribute(evidence)}>'
+            f"<h3>Group {_e(group_id)} "
             f'<span class="meta">{len(rows)} images ({summary}); largest distance shown '
-            f"{spread}</span></h3>"
-            '<div class="members">'
+            f"{spread}</span>{evidence_badges(evidence, strength)}</h3>"
         ]
+        out.append('<div class="members">')
         for number, row in enumerate(shown, 1):
             path = self.paths[row]
             uri = self.thumbs.get(path)
@@ -591,15 +863,20 @@ class _GroupCards:
                 if uri
                 else '<div class="nothumb">no preview</div>'
             )
+            split = _split_key(self.splits[row])
             out.append(
-                f'<figure class="member"><div class="thumb">{image}</div><figcaption>'
+                f'<figure class="member"{"" if split is None else " data-split=" + _q(split)}>'
+                f'<div class="thumb">{image}</div><figcaption>'
                 f'<span class="num">#{number}</span> {self.badge(self.splits[row])}'
                 f'<span class="path">{_e(self.display_path(path))}</span></figcaption></figure>'
             )
         out.append("</div>")
+        if leaked:
+            out.append(self.evidence_block(group_id, shown, evidence))
         out.append(self.distance_matrix(shown, distances))
         if len(rows) > len(shown):
-            rest = rows[len(shown) :]
+            showing = set(shown)
+            rest = [r for r in rows if r not in showing]
             listed = "".join(
                 f"<li>{self.badge(self.splits[r])} "
                 f'<span class="path">{_e(self.display_path(self.paths[r]))}</span></li>'
@@ -613,6 +890,48 @@ class _GroupCards:
         out.append("</article>")
         return "".join(out)
 
+    def evidence_block(self, group_id: Any, shown: list[int], evidence: object) -> str:
+        """The verified pairs that join the group's splits (the strongest first), or why none."""
+        if evidence == TRANSITIVE:
+            return _transitive_note(evidence)
+        cross = self.cross.get(group_id, [])
+        if not cross:
+            return ""
+        number = {row: i for i, row in enumerate(shown, 1)}
+        items = []
+        for e in cross[:5]:
+            a, b = int(self.edges.row_a[e]), int(self.edges.row_b[e])
+            if self.split_index.get(str(self.splits[b]), 0) < self.split_index.get(
+                str(self.splits[a]), 0
+            ):
+                a, b = b, a
+            ends = [
+                f"{self.badge(self.splits[r])}"
+                + (f"#{number[r]}" if r in number else "")
+                + f' <span class="path">{_e(self.display_path(self.paths[r]))}</span>'
+                for r in (a, b)
+            ]
+            detail = evidence_text(
+                self.edges.stage[e],
+                distance=self.edges.distance[e],
+                similarity=self.edges.similarity[e],
+                inliers=self.edges.inliers[e],
+            )
+            items.append(
+                f"<li>{ends[0]} &harr; {ends[1]}: "
+                f'<span class="ev {_stage_class(self.edges.stage[e])}">{_e(detail)}</span> '
+                f'<span class="strength">strength {float(self.edges.strength[e]):.2f}</span></li>'
+            )
+        more = (
+            f'<li class="omitted">{len(cross) - 5} more verified pair(s) across splits</li>'
+            if len(cross) > 5
+            else ""
+        )
+        return (
+            '<div class="evidence"><p>Verified pair(s) joining two splits directly, strongest '
+            f'first:</p><ul class="edges">{"".join(items)}{more}</ul></div>'
+        )
+
     def distance_matrix(
         self, rows: list[int], distances: dict[tuple[int, int], tuple[int, str]]
     ) -> str:
@@ -623,7 +942,14 @@ class _GroupCards:
             if not (self.valid[a] and self.valid[b]):
                 return ""
             value, detail = distances[a, b]
-            return f'<p class="pair">Distance <b>{value}</b> ({_e(detail)})</p>'
+            edge = self.edges.lookup(a, b)
+            mark = (
+                ' <span class="verified">&#10003; a verified pair: '
+                f"{_e(evidence_text(self.edges.stage[edge]))}</span>"
+                if edge >= 0
+                else ""
+            )
+            return f'<p class="pair">Distance <b>{value}</b> ({_e(detail)}){mark}</p>'
         head = "".join(f"<th>#{i}</th>" for i in range(1, len(rows) + 1))
         body = []
         for i, a in enumerate(rows, 1):
@@ -635,13 +961,20 @@ class _GroupCards:
                     cells.append("<td>?</td>")
                 else:
                     value, detail = distances[a, b]
-                    cross = str(self.splits[a]) != str(self.splits[b])
-                    cls = ' class="cross"' if cross else ""
-                    cells.append(f'<td{cls} title="{_e(detail)}">{value}</td>')
+                    classes = ["cross"] if str(self.splits[a]) != str(self.splits[b]) else []
+                    mark = ""
+                    edge = self.edges.lookup(a, b)
+                    if edge >= 0:
+                        classes.append("edge")
+                        mark = "&#10003;"
+                        detail += "; verified: " + evidence_text(self.edges.stage[edge])
+                    cls = f' class="{" ".join(classes)}"' if classes else ""
+                    cells.append(f'<td{cls} title="{_e(detail)}">{value}{mark}</td>')
             body.append(f"<tr><th>#{i}</th>{''.join(cells)}</tr>")
         return (
             '<table class="matrix"><caption>Pairwise distances (highlighted: across splits; '
-            "hover for each hash)</caption>"
+            + ("&#10003;: a verified pair; " if self.edges.present else "")
+            + "hover for each hash)</caption>"
             f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         )
 
@@ -663,10 +996,22 @@ def render_html(
     by side, split badges, paths, pairwise distances), within-split duplicate
     groups, unreadable files and the parameters used.
 
+    With the report's verified pairs (:attr:`LeakageReport.edges`), leaked
+    groups come in the report's order (strongest evidence first), each with
+    its evidence badge and strength, or a badge saying its splits are linked
+    only through same-split chains (transitive), and the verified pairs that
+    join two splits (stage, similarity, inliers, distance). Every group card
+    shows at least one member of each split it touches. A "Verification"
+    section lists the stages that ran and the counts of
+    ``parameters["verification"]`` when the report records them.
+
     Parameters
     ----------
     report : LeakageReport
         An audit with its table (thumbnails are read from its ``path`` column).
+        A report without one (rebuilt from JSON) gives a page of its summary,
+        leaked groups and their evidence, verification and parameters, without
+        images, distances or histogram.
     title : str, default "leakaudit report"
         The page title.
     max_groups : int, default 100
@@ -700,7 +1045,8 @@ def render_html(
     >>> page.startswith("<!DOCTYPE html>"), page.count('class="group leaked"')
     (True, 1)
     """
-    renderer = _Renderer(
+    kind = _Page if report.table is None else _Renderer
+    renderer = kind(
         report,
         title=title,
         max_groups=check_int("max_groups", max_groups, 0),
@@ -777,6 +1123,22 @@ svg.hist rect.apart { fill: #5b7ea6; }
 svg.hist .cut { stroke: #111; stroke-dasharray: 4 3; stroke-width: 1.5; }
 svg.hist .cutlabel { font-size: 12px; fill: #111; }
 table.params th { font-weight: 600; background: #fafafa; }
+table.matrix td.edge { outline: 2px solid #135a2a; outline-offset: -2px; }
+.ev { display: inline-block; border-radius: 4px; padding: 0 6px; font-size: 12px;
+      font-weight: 600; margin-left: 8px; color: #fff; background: #666; }
+.ev.ev-bytes { background: #135a2a; }
+.ev.ev-hash { background: #5a5a00; }
+.ev.ev-pixels { background: #0066aa; }
+.ev.ev-geometry { background: #4a4a9a; }
+.ev.ev-embedding { background: #a0307a; }
+.ev.transitive { background: #fff3cd; color: #7a4a00; border: 1px solid #c08a00; }
+.strength { display: inline-block; font-size: 12px; color: #333; margin-left: 6px;
+            border: 1px solid #bbb; border-radius: 4px; padding: 0 5px; }
+.evidence { font-size: 13px; margin: 6px 0; }
+.evidence ul.edges { margin: 4px 0; padding-left: 18px; }
+.evidence.transitive { background: #fff8e5; border-radius: 4px; padding: 4px 8px; }
+.stage { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; background: #eef;
+         padding: 0 4px; border-radius: 3px; }
 """
 
 # Defence in depth on top of escaping: the page may load nothing but its own inline style and

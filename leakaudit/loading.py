@@ -85,6 +85,8 @@ __all__ = [
     "load_reduced_grey",
     "read_source",
     "resolve_decode",
+    "trim_allowed",
+    "trim_box",
 ]
 
 ImageSource: TypeAlias = "str | os.PathLike[str] | bytes | Image.Image"
@@ -205,7 +207,7 @@ class DecodeOptions:
         declared size can be (64 bytes per pixel plus 64 MiB of metadata: a small
         image's header in front of a huge tail). Raise the limit for very large
         uncompressed TIFF, BMP or PPM files; in-memory bytes are not checked.
-    trim_borders : bool, default False
+    trim_borders : bool, default True
         Hash only what lies inside uniform borders: letterbox bars (top and
         bottom), pillarbox bars (left and right) and padding on any side, in a
         solid colour or transparent (flattened onto ``background``, so a
@@ -217,8 +219,16 @@ class DecodeOptions:
         quarter of each side is kept, so blank images stay untrimmed. Measured
         on real photos: padded copies found at the default threshold go from
         0.4% to 99.5%, false pairs between unrelated photos unchanged, about 2%
-        more hashing time. Off by default: it changes the hashes of every image
-        that has such a border (``benchmarks/RESULTS.md``, "Borders and crops").
+        more hashing time (``benchmarks/RESULTS.md``, "Borders and crops").
+    crop_entries : bool, default False
+        With dihedral matching (``hash_sources(..., dihedral=True)``), also
+        index each image's hashes of a few crops (95% of each side at 9
+        positions, 85% at 16) and of small rotations (+-3 and +-6 degrees,
+        centre crops): the candidate net that reaches cropped and slightly rotated
+        copies, which no whole-image hash does. These entries only *propose*
+        candidate pairs; :mod:`leakaudit.verify` decides each one (the audits
+        turn this on when ``verify`` is). Well under a decode per image: fixed
+        matrices on the 32 x 32 pHash thumbnail, not Pillow's exact resampling.
 
     Examples
     --------
@@ -236,8 +246,9 @@ class DecodeOptions:
     exif_transpose: bool = True
     background: tuple[int, int, int] = (255, 255, 255)
     max_pixels: int = 178_956_970
-    trim_borders: bool = False
+    trim_borders: bool = True
     max_file_bytes: int = MAX_FILE_BYTES
+    crop_entries: bool = False
 
     def __post_init__(self) -> None:
         if self.min_side is not None:
@@ -257,6 +268,7 @@ class DecodeOptions:
         check_int("max_pixels", self.max_pixels, 1)
         check_bool("trim_borders", self.trim_borders)
         check_int("max_file_bytes", self.max_file_bytes, 1)
+        check_bool("crop_entries", self.crop_entries)
 
 
 _DEFAULT_OPTIONS = DecodeOptions()
@@ -513,6 +525,7 @@ def grey_and_note_from_bytes(
         try:
             im = Image.open(io.BytesIO(data))
             _check_declared_size(im.size, name, options)
+            size = im.size  # before a draft shrinks it
             scale = reduction_scale(im.width, im.height, options.min_side)
             drafted_box: Box | None = None
             if im.format in ("JPEG", "MPO"):
@@ -541,7 +554,8 @@ def grey_and_note_from_bytes(
             raise ImageLoadError(name, "out of memory while decoding") from None
         except Exception as exc:  # Pillow raises many types for corrupt files
             raise ImageLoadError(name, _describe_decode_error(exc)) from None
-        reduced = _finish(grey, scale, orientation, drafted_box, trim=options.trim_borders)
+        trim = options.trim_borders and trim_allowed(size)
+        reduced = _finish(grey, scale, orientation, drafted_box, trim=trim)
     return reduced, _decode_note(name, caught)
 
 
@@ -562,7 +576,8 @@ def grey_and_note_from_pil(
             raise ImageLoadError(name, "out of memory while decoding") from None
         except Exception as exc:
             raise ImageLoadError(name, _describe_decode_error(exc)) from None
-        reduced = _finish(grey, scale, orientation, None, trim=options.trim_borders)
+        trim = options.trim_borders and trim_allowed(image.size)
+        reduced = _finish(grey, scale, orientation, None, trim=trim)
     return reduced, _decode_note(name, caught)
 
 
@@ -657,6 +672,50 @@ TRIM_STEP = 12
 #: a small object on a wide background, is hashed whole.
 TRIM_MIN_FRACTION = 0.25
 TRIM_MIN_PIXELS = 8
+#: Graphics on a plain ground are not padded pictures. A sprite or icon drawn on a
+#: transparent canvas becomes, once flattened onto ``background``, an exactly flat
+#: margin around a silhouette; its JPEG copy (flattened by another tool onto white)
+#: has the same margin with ringing near the silhouette. Trimmed, the two boxes end
+#: wherever the first line off the margin touches the silhouette's tips, which the
+#: ringing moves, so they differed (or one copy stayed whole) and the copy was lost
+#: (benchmarks/bench_trim_alpha.py: sprite JPEG copies 100% found untrimmed, 25-75%
+#: trimmed). A padded picture fills the trimmed box up to its corners; a silhouette
+#: leaves them ground. So a trim is refused when at least TRIM_GROUND_CORNERS corners
+#: of the trimmed box are still border colour (a square just inside the corner,
+#: TRIM_CORNER_FRACTION of the box's shorter side and at least TRIM_CORNER_PIXELS
+#: lines, every pixel within TRIM_CORNER_TOLERANCE of the bar colour of a trimmed
+#: side next to it): the graphic and all its copies are hashed whole,
+#: as without trimming. One ground corner is allowed: a photo's dark corner next to
+#: a black bar, a document icon's folded corner. Transparent and opaque copies are
+#: judged alike: the test sees only the flattened grey pixels.
+#: Swept on bench_borders' 3,300 padded photo copies / bench_trim_alpha's sprites of
+#: 128 px and more (copies found, trim on): a 2-line square within 8 levels refused
+#: 36 photo trims (1.1%) / 89%; within 4, 22 / 89%; 12% of the side within 4, 4 / 83%
+#: (a larger square is less often all bar colour in a photo, and still all ground in
+#: the corner of a round or pointed silhouette).
+TRIM_GROUND_CORNERS = 2
+TRIM_CORNER_FRACTION = 0.12
+TRIM_CORNER_PIXELS = 2
+TRIM_CORNER_TOLERANCE = 4
+#: Images whose shorter side is under this many pixels are never trimmed. They are
+#: decoded unreduced (the reduced decode starts at 2 x the default min_side), so a
+#: JPEG copy's 8 x 8 blocks ring over up to 7 pixels next to the content: a margin
+#: of a few pixels (a 16-64 px icon's) is flat in a PNG and noise in its JPEG copy,
+#: and no tolerance tells that noise from content. Padded photos are larger.
+TRIM_MIN_IMAGE_SIDE = 128
+
+
+def trim_allowed(size: tuple[int, int]) -> bool:
+    """Whether an image of ``size`` (width, height, before any reduction) may be trimmed.
+
+    False under :data:`TRIM_MIN_IMAGE_SIDE` pixels on the shorter side.
+
+    Examples
+    --------
+    >>> trim_allowed((500, 375)), trim_allowed((64, 64))
+    (True, False)
+    """
+    return min(size) >= TRIM_MIN_IMAGE_SIDE
 
 
 def trim_box(
@@ -681,7 +740,11 @@ def trim_box(
     trimmed first, then columns within the rows kept. An axis is left
     untrimmed when the trim would keep less than :data:`TRIM_MIN_FRACTION` of
     it or fewer than :data:`TRIM_MIN_PIXELS` pixels (a blank image is all
-    border).
+    border). No side is trimmed when two or more corners of the trimmed region
+    are still border colour (:data:`TRIM_GROUND_CORNERS`): that is a shape on a
+    plain or transparent ground (a sprite, an icon), not a padded picture, and
+    its copies could not be trimmed alike. The image size rule
+    (:func:`trim_allowed`) is applied by the decoder, not here.
 
     Parameters
     ----------
@@ -700,7 +763,7 @@ def trim_box(
     --------
     >>> import numpy as np
     >>> picture = np.zeros((40, 60), dtype=np.uint8)
-    >>> picture[10:30] = np.arange(60, dtype=np.uint8) * 4
+    >>> picture[10:30] = 40 + np.arange(60, dtype=np.uint8) * 3
     >>> trim_box(picture)
     (0.0, 10.0, 60.0, 30.0)
     >>> trim_box(np.full((40, 60), 255, dtype=np.uint8)) is None
@@ -710,43 +773,99 @@ def trim_box(
     left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
     box_top, box_bottom = top, bottom
     limits = (tolerance, ringing_lines, step)
-    trimmed = False
-    new_top, new_bottom = _trim_axis(pixels, top, bottom, limits)
-    if (new_top, new_bottom) != (top, bottom):
-        top, bottom, trimmed = new_top, new_bottom, True
+    box_left, box_right = left, right
+    new_top, new_bottom, top_colour, bottom_colour = _trim_axis(pixels, top, bottom, limits)
+    if (new_top, new_bottom) == (top, bottom):
+        top_colour = bottom_colour = None
+    top, bottom = new_top, new_bottom
     # Columns are judged on the rows kept, less the mixed lines at trimmed edges.
     row_start = _inward(top, top == box_top, lower=True)
     row_stop = _inward(bottom, bottom == box_bottom, lower=False)
     rows = pixels[math.floor(row_start) : math.ceil(row_stop)]
-    new_left, new_right = _trim_axis(rows.T, left, right, limits)
-    if (new_left, new_right) != (left, right):
-        left, right, trimmed = new_left, new_right, True
-    return (left, top, right, bottom) if trimmed else None
+    new_left, new_right, left_colour, right_colour = _trim_axis(rows.T, left, right, limits)
+    if (new_left, new_right) == (left, right):
+        left_colour = right_colour = None
+    left, right = new_left, new_right
+    colours = (left_colour, top_colour, right_colour, bottom_colour)
+    if all(colour is None for colour in colours):
+        return None
+    column_start = _inward(left, left == box_left, lower=True)
+    column_stop = _inward(right, right == box_right, lower=False)
+    inner = (column_start, row_start, column_stop, row_stop)
+    if _ground_corners(pixels, inner, colours) >= TRIM_GROUND_CORNERS:
+        return None
+    return left, top, right, bottom
+
+
+def _ground_corners(pixels: NDArray[np.uint8], inner: Box, colours: tuple[int | None, ...]) -> int:
+    """How many corners of ``inner`` are border colour (:data:`TRIM_GROUND_CORNERS`).
+
+    ``colours`` are the bar colours of the left, top, right and bottom sides
+    (None: that side is not trimmed). A corner counts only when a side next to it
+    is trimmed, and is border colour when every pixel of the square inside it
+    (:data:`TRIM_CORNER_FRACTION` of the shorter side, at least
+    :data:`TRIM_CORNER_PIXELS` lines) lies within
+    :data:`TRIM_CORNER_TOLERANCE` of that side's bar colour.
+    """
+    left, top, right, bottom = (round(edge) for edge in inner)
+    shorter = min(right - left, bottom - top)
+    size = min(max(TRIM_CORNER_PIXELS, round(TRIM_CORNER_FRACTION * shorter)), shorter)
+    if size <= 0:
+        return 0
+    left_colour, top_colour, right_colour, bottom_colour = colours
+    corners = (
+        (slice(top, top + size), slice(left, left + size), (top_colour, left_colour)),
+        (slice(top, top + size), slice(right - size, right), (top_colour, right_colour)),
+        (slice(bottom - size, bottom), slice(left, left + size), (bottom_colour, left_colour)),
+        (slice(bottom - size, bottom), slice(right - size, right), (bottom_colour, right_colour)),
+    )
+    count = 0
+    for rows, columns, near in corners:
+        patch = pixels[rows, columns]
+        low, high = int(patch.min()), int(patch.max())
+        if any(
+            colour is not None
+            and low >= colour - TRIM_CORNER_TOLERANCE
+            and high <= colour + TRIM_CORNER_TOLERANCE
+            for colour in near
+        ):
+            count += 1
+    return count
 
 
 def _trim_axis(
     lines: NDArray[np.uint8], start: float, stop: float, limits: tuple[int, int, int]
-) -> tuple[float, float]:
-    """The ``(start, stop)`` span of axis 0 of ``lines`` left after trimming bars at both ends."""
+) -> tuple[float, float, int | None, int | None]:
+    """The ``(start, stop)`` span of axis 0 of ``lines`` left after trimming bars at both ends.
+
+    Also the colours of the bars at the start and at the stop (None where there is none).
+    """
     count = lines.shape[0]
     if count < 2 or lines.shape[1] == 0:
-        return start, stop
+        return start, stop, None, None
     # Most images have no flat outermost line: two reductions of it settle that.
     spread = 2 * limits[0]
     head_flat = int(lines[0].max()) - int(lines[0].min()) <= spread
     tail_flat = int(lines[-1].max()) - int(lines[-1].min()) <= spread
     if not head_flat and not tail_flat:
-        return start, stop
+        return start, stop, None, None
     low = lines.min(axis=1).astype(np.int16)
     high = lines.max(axis=1).astype(np.int16)
-    head = _bar_depth(lines, low, high, limits) if head_flat else 0.0
-    tail = _bar_depth(lines[::-1], low[::-1], high[::-1], limits) if tail_flat else 0.0
+    head, head_colour = _bar_depth(lines, low, high, limits) if head_flat else (0.0, 0)
+    tail, tail_colour = (
+        _bar_depth(lines[::-1], low[::-1], high[::-1], limits) if tail_flat else (0.0, 0)
+    )
     if not head and not tail:
-        return start, stop
+        return start, stop, None, None
     new_start, new_stop = max(start, head), min(stop, count - tail)
     if new_stop - new_start < max(TRIM_MIN_FRACTION * (stop - start), TRIM_MIN_PIXELS):
-        return start, stop
-    return new_start, new_stop
+        return start, stop, None, None
+    return (
+        new_start,
+        new_stop,
+        head_colour if new_start != start else None,
+        tail_colour if new_stop != stop else None,
+    )
 
 
 def _bar_depth(
@@ -754,15 +873,15 @@ def _bar_depth(
     low: NDArray[np.int16],
     high: NDArray[np.int16],
     limits: tuple[int, int, int],
-) -> float:
-    """How deep the bar at the start of ``lines`` reaches, in lines (0.0 when none)."""
+) -> tuple[float, int]:
+    """How deep the bar at the start of ``lines`` reaches (0.0 when none), and its colour."""
     tolerance, ringing_lines, step = limits
     count = len(low)
     middle = len(lines[0]) // 2  # the median without np.median's overhead
     colour = int(np.partition(lines[0], middle)[middle])
     flat = (high <= colour + tolerance) & (low >= colour - tolerance)
     if not flat[0]:
-        return 0.0
+        return 0.0, colour
     depth = int(np.argmin(flat)) if not flat.all() else count
     for _ in range(ringing_lines):
         if depth >= count:
@@ -775,19 +894,19 @@ def _bar_depth(
             break
         depth += 1
     if depth >= count - 1:
-        return float(count)  # all border: the caller keeps the axis whole
+        return float(count), colour  # all border: the caller keeps the axis whole
     after = slice(depth, depth + 2)
     if max(int(high[after].max()) - colour, colour - int(low[after].min())) < step:
-        return 0.0
+        return 0.0, colour
     # The first content line may hold a share of bar colour: its signed deviation is
     # (1 - share) times the next line's, which stands in for the content behind it.
     first = lines[depth].astype(np.float64) - colour
     behind = lines[depth + 1].astype(np.float64) - colour
     energy = float(behind @ behind)
     if energy <= 0.0:
-        return float(depth)
+        return float(depth), colour
     share = 1.0 - float(first @ behind) / energy
-    return depth + min(max(share, 0.0), 1.0)
+    return depth + min(max(share, 0.0), 1.0), colour
 
 
 def _apply_trim(pixels: NDArray[np.uint8], box: Box | None) -> ReducedGrey:

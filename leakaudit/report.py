@@ -17,7 +17,14 @@ from leakaudit.grouping import group_spread
 if TYPE_CHECKING:
     from leakaudit.hashing import OrientationHashes
 
-__all__ = ["LargeGroupWarning", "LeakageReport", "dhash_audit"]
+__all__ = [
+    "EDGE_COLUMNS",
+    "LEAKED_GROUP_COLUMNS",
+    "TRANSITIVE",
+    "LargeGroupWarning",
+    "LeakageReport",
+    "dhash_audit",
+]
 
 # A group holding at least this share of a split (and at least _LARGE_GROUP_MIN
 # images) is almost never one photo copied many times: it is transitive
@@ -33,7 +40,16 @@ LEAKED_GROUP_COLUMNS = [
     "members_by_split",
     "max_distance",
     "low_information",
+    "evidence",
+    "evidence_strength",
 ]
+
+#: Columns of :attr:`LeakageReport.edges`: the verified pairs that built the groups.
+EDGE_COLUMNS = ["row_a", "row_b", "stage", "distance", "similarity", "inliers", "strength"]
+
+#: What a group's ``evidence`` says when no verified pair joins two of its splits
+#: directly: its splits are joined only through members of one split.
+TRANSITIVE = "transitive"
 
 
 class LargeGroupWarning(UserWarning):
@@ -59,10 +75,18 @@ class LeakageReport:
     leaked_groups : pandas.DataFrame
         One row per group spanning more than one split, worst first, with
         columns ``group_id, n_members, splits_involved, n_splits,
-        members_by_split, max_distance, low_information``. ``splits_involved``
-        lists the splits comma-separated in order of first appearance;
-        ``max_distance`` is the largest Hamming distance between two members
-        (exact up to 200 members, sampled beyond; missing without hashes).
+        members_by_split, max_distance, low_information, evidence,
+        evidence_strength``. ``splits_involved`` lists the splits
+        comma-separated in order of first appearance; ``max_distance`` is the
+        largest Hamming distance between two members (exact up to 200 members,
+        sampled beyond; missing without hashes). With :attr:`edges` known,
+        ``evidence`` is the verification stage of the strongest pair that joins
+        two splits directly (``"bytes"``, ``"hash"``, ``"pixels"``,
+        ``"geometry"``, ``"embedding"``), or ``"transitive"`` when the splits
+        are joined only through chains of same-split members;
+        ``evidence_strength`` is that pair's strength (1 = byte copy, 0 for
+        transitive groups), and groups are ordered by it, strongest first.
+        Without edges both are missing and groups are ordered largest first.
     n_leaked_images : int
         Images sitting in a leaked group.
     pct_leaked_by_split : pandas.Series
@@ -95,6 +119,16 @@ class LeakageReport:
         table computes distances under flips and rotations; None otherwise.
     leaked_by_split : pandas.Series
         Per split, how many of its images sit in a leaked group (exact).
+    edges : pandas.DataFrame or None
+        The pairs that formed the groups, after verification (columns
+        :data:`EDGE_COLUMNS`): ``row_a < row_b`` are positions in ``table``;
+        ``stage`` the verification stage that accepted the pair; ``distance``
+        the hash distance the candidate search measured (missing when the
+        pair came from a crop entry or the embedding); ``similarity`` the pixel
+        check's score in [0, 1]; ``inliers`` the geometric check's inlier
+        count; ``strength`` the evidence strength in [0, 1]. Only these pairs
+        were unioned into groups. None when the grouping kept no edges (the
+        precomputed-hash DataFrame path).
     """
 
     leaked_groups: pd.DataFrame
@@ -110,6 +144,7 @@ class LeakageReport:
     embedding_pairs: pd.DataFrame | None = field(default=None, repr=False)
     orientations: OrientationHashes | None = field(default=None, repr=False)
     leaked_by_split: pd.Series | None = field(default=None, repr=False)
+    edges: pd.DataFrame | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.leaked_by_split is None:  # a report rebuilt from an older JSON file
@@ -214,7 +249,8 @@ class LeakageReport:
         embedded = self._embedding_group_ids()
         if self.has_leakage:
             lines.append("")
-            lines.append("Leaked groups (largest first):")
+            ordered = "strongest evidence first" if self.edges is not None else "largest first"
+            lines.append(f"Leaked groups ({ordered}):")
             for row in self.leaked_groups.head(max_groups).itertuples(index=False):
                 spread = (
                     "" if _is_missing(row.max_distance) else f", spread {row.max_distance} bits"
@@ -222,6 +258,13 @@ class LeakageReport:
                 flag = ", LOW-INFORMATION (blank/flat images)" if row.low_information else ""
                 if row.group_id in embedded:
                     flag += ", joined by the embedding stage"
+                if row.evidence == TRANSITIVE:
+                    flag += (
+                        ", TRANSITIVE ONLY (no verified pair joins two splits directly: "
+                        "they meet through chains of same-split members)"
+                    )
+                elif isinstance(row.evidence, str) and row.evidence:
+                    flag += f", evidence: {row.evidence}"
                 lines.append(
                     f"  group {printable(str(row.group_id))}: {row.n_members} images "
                     f"[{printable(str(row.members_by_split))}]{spread}{flag}"
@@ -296,6 +339,7 @@ class LeakageReport:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LeakageReport:
         """Rebuild a report (without its table) from :meth:`to_dict` output."""
+        # Reports written before evidence was recorded lack its columns (left missing).
         groups = pd.DataFrame(list(data["leaked_groups"]), columns=LEAKED_GROUP_COLUMNS)
         return cls(
             leaked_groups=groups,
@@ -328,6 +372,7 @@ def dhash_audit(
     parameters: Mapping[str, Any] | None = None,
     embedding_pairs: pd.DataFrame | None = None,
     orientations: OrientationHashes | None = None,
+    edges: pd.DataFrame | None = None,
 ) -> LeakageReport:
     """Audit train/val/test leakage from duplicate groups.
 
@@ -345,6 +390,11 @@ def dhash_audit(
     orientations : OrientationHashes, optional
         With dihedral matching, each row's orientation entries: group spreads
         are then measured as the search compared (turned), not as stored.
+    edges : pandas.DataFrame, optional
+        The verified pairs the groups were built from (columns
+        :data:`EDGE_COLUMNS`, see :class:`LeakageReport`): each leaked group's
+        ``evidence`` is then its strongest pair across splits, and groups are
+        ordered by it.
 
     Returns
     -------
@@ -402,6 +452,9 @@ def dhash_audit(
     leaked_by_split.index.name = None
 
     leaked_groups = _leaked_group_table(grouped_df, frame, leaked_ids, order)
+    if edges is not None:
+        edges = _checked_edges(edges, len(grouped_df))
+        leaked_groups = _with_evidence(leaked_groups, edges, group, split.to_numpy())
     if orientations is not None:
         _turned_spreads(grouped_df, leaked_groups, parameters or {}, orientations)
     multi = sizes[sizes > 1].index
@@ -426,7 +479,55 @@ def dhash_audit(
         embedding_pairs=embedding_pairs,
         orientations=orientations,
         leaked_by_split=leaked_by_split,
+        edges=edges,
     )
+
+
+def _checked_edges(edges: pd.DataFrame, n_rows: int) -> pd.DataFrame:
+    if not isinstance(edges, pd.DataFrame):
+        raise TypeError(f"edges must be a pandas DataFrame; got {type(edges).__name__}.")
+    missing = [c for c in EDGE_COLUMNS if c not in edges.columns]
+    if missing:
+        raise ValueError(f"edges is missing column(s) {', '.join(missing)}.")
+    rows = edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
+    if rows.size and (rows.min() < 0 or rows.max() >= n_rows):
+        raise ValueError(f"edges rows must be positions in the table (0..{n_rows - 1}).")
+    checked: pd.DataFrame = edges[EDGE_COLUMNS].reset_index(drop=True)
+    return checked
+
+
+def _with_evidence(
+    leaked_groups: pd.DataFrame,
+    edges: pd.DataFrame,
+    group: np.ndarray,
+    split: np.ndarray,
+) -> pd.DataFrame:
+    """Each leaked group's strongest cross-split pair; groups reordered strongest first."""
+    table = leaked_groups.copy()
+    a = edges["row_a"].to_numpy(dtype=np.int64)
+    b = edges["row_b"].to_numpy(dtype=np.int64)
+    split_a, split_b = pd.Series(split[a]), pd.Series(split[b])
+    across = (split_a.notna() & split_b.notna() & (split_a != split_b)).to_numpy()
+    cross = pd.DataFrame(
+        {
+            "group_id": group[a[across]],
+            "stage": edges["stage"].to_numpy()[across],
+            "strength": edges["strength"].to_numpy(dtype=float)[across],
+        }
+    )
+    best = cross.sort_values("strength", ascending=False, kind="stable").drop_duplicates("group_id")
+    stage_of = dict(zip(best["group_id"], best["stage"], strict=True))
+    strength_of = dict(zip(best["group_id"], best["strength"], strict=True))
+    ids = table["group_id"].tolist()
+    table["evidence"] = [str(stage_of.get(g, TRANSITIVE)) for g in ids]
+    table["evidence_strength"] = [float(strength_of.get(g, 0.0)) for g in ids]
+    table = table.sort_values(
+        ["evidence_strength", "n_members", "group_id"],
+        ascending=[False, False, True],
+        kind="stable",
+    )
+    ordered: pd.DataFrame = table.reset_index(drop=True)
+    return ordered
 
 
 def _turned_spreads(
@@ -498,6 +599,8 @@ def _leaked_group_table(
         table["low_information"] = table["group_id"].map(low_any).fillna(False).astype(bool)
     else:
         table["low_information"] = False
+    table["evidence"] = None
+    table["evidence_strength"] = np.nan
     table = table.sort_values(["n_members", "group_id"], ascending=[False, True], kind="stable")
     ordered: pd.DataFrame = table.reset_index(drop=True)[LEAKED_GROUP_COLUMNS]
     return ordered

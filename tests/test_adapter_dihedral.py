@@ -166,7 +166,7 @@ def test_image_folders_find_exactly_the_turned_copies(root: Path) -> None:
     splits = folders(root)
     name = by_position(root, {s: files(root, s) for s in SPLITS})
     turned = audit_datasets(splits, workers=1, dihedral=True)
-    plain = audit_datasets(splits, workers=1)
+    plain = audit_datasets(splits, workers=1, dihedral=False)
     assert leaked(turned, name) == ALL
     assert leaked(plain, name) == PLAIN
     assert turned.parameters["dihedral"] is True
@@ -190,7 +190,7 @@ def test_generic_datasets_find_exactly_the_turned_copies(root: Path, kind: str) 
         options = {}
     name = by_position(root, paths)
     assert leaked(audit_datasets(splits, dihedral=True, **options), name) == ALL
-    assert leaked(audit_datasets(splits, **options), name) == PLAIN
+    assert leaked(audit_datasets(splits, **options, dihedral=False), name) == PLAIN
 
 
 def test_dataloader_workers_carry_the_orientation_entries(root: Path) -> None:
@@ -238,16 +238,14 @@ def test_subsets_and_nested_subsets(root: Path) -> None:
     for subset in (Subset(splits["test"], indices), nested):
         report = audit_datasets({"train": splits["train"], "test": subset}, dihedral=True)
         assert leaked(report, name) == expected
-        plain = audit_datasets({"train": splits["train"], "test": subset})
+        plain = audit_datasets({"train": splits["train"], "test": subset}, dihedral=False)
         assert leaked(plain, name) == expected & PLAIN
 
 
 @pytest.mark.parametrize("kind", ["folder", "generic"])
 def test_clean_with_dihedral_is_leak_free_on_reaudit(root: Path, kind: str) -> None:
     splits: dict[str, Any] = (
-        folders(root)
-        if kind == "folder"
-        else {s: InMemory(files(root, s)) for s in SPLITS}
+        folders(root) if kind == "folder" else {s: InMemory(files(root, s)) for s in SPLITS}
     )
     sizes = {s: len(d) for s, d in splits.items()}
     result = clean_datasets(splits, workers=1, dihedral=True)
@@ -261,7 +259,7 @@ def test_clean_with_dihedral_is_leak_free_on_reaudit(root: Path, kind: str) -> N
     again = audit_datasets(result.splits, workers=1, dihedral=True)
     assert again.n_leaked_groups == 0
     # A plain clean leaves the turned copies behind.
-    plain = clean_datasets(splits, workers=1)
+    plain = clean_datasets(splits, workers=1, dihedral=False)
     assert audit_datasets(plain.splits, workers=1, dihedral=True).n_leaked_groups == len(TURNED)
     with pytest.raises(TypeError, match="apply only when report is not given"):
         clean_datasets(splits, report=result.report, dihedral=True)
@@ -282,13 +280,15 @@ def test_leak_free_random_split_keeps_turned_copies_together(root: Path) -> None
 
 
 def test_threshold_rules_through_torchvision(root: Path) -> None:
-    core = audit_splits({s: root / s for s in SPLITS}, workers=1, threshold=STRICT_TEST)
+    core = audit_splits(
+        {s: root / s for s in SPLITS}, workers=1, threshold=STRICT_TEST, dihedral=False
+    )
     name = by_position(root, {s: files(root, s) for s in SPLITS})
     core_groups = {frozenset(rel(root, p) for p in g) for g in _core_groups(core)}
     assert core_groups != PLAIN  # the rule changes the outcome
     generic = {s: InMemory(files(root, s), "bytes") for s in SPLITS}
     for splits in (folders(root), generic):
-        report = audit_datasets(splits, workers=1, threshold=STRICT_TEST)
+        report = audit_datasets(splits, workers=1, threshold=STRICT_TEST, dihedral=False)
         assert leaked(report, name) == core_groups
         assert report.table["threshold"].tolist() == core.table["threshold"].tolist()
         assert set(report.table.loc[report.table["split"] == "test", "threshold"]) == {0}
@@ -328,7 +328,7 @@ def _core_groups(report: Any) -> set[frozenset[str]]:
 def test_dataset_dict_finds_exactly_the_turned_copies(root: Path, kind: str) -> None:
     dd = hf_splits(root, kind)
     turned = audit_dataset_dict(dd, progress=False, dihedral=True, batch_size=4)
-    plain = audit_dataset_dict(dd, progress=False)
+    plain = audit_dataset_dict(dd, progress=False, dihedral=False)
     assert leaked(turned, hf_names(root)) == ALL
     assert leaked(plain, hf_names(root)) == PLAIN
     assert turned.parameters["dihedral"] is True and "dihedral" not in plain.parameters
@@ -383,10 +383,14 @@ def test_leak_free_split_keeps_turned_copies_together(root: Path) -> None:
 
 
 def test_threshold_rules_through_huggingface(root: Path) -> None:
-    core = audit_splits({s: root / s for s in SPLITS}, workers=1, threshold=STRICT_TEST)
+    core = audit_splits(
+        {s: root / s for s in SPLITS}, workers=1, threshold=STRICT_TEST, dihedral=False
+    )
     expected = {frozenset(rel(root, p) for p in g) for g in _core_groups(core)}
     for kind in ("files", "bytes"):
-        report = audit_dataset_dict(hf_splits(root, kind), progress=False, threshold=STRICT_TEST)
+        report = audit_dataset_dict(
+            hf_splits(root, kind), progress=False, threshold=STRICT_TEST, dihedral=False
+        )
         assert leaked(report, hf_names(root)) == expected
         assert report.table["threshold"].tolist() == core.table["threshold"].tolist()
         assert report.parameters["threshold"] == STRICT_TEST
@@ -407,7 +411,7 @@ def test_map_cache_is_never_shared_between_plain_and_dihedral(root: Path, tmp_pa
     def cache_files() -> set[Path]:
         return set((tmp_path / "dd").rglob("cache-*.arrow"))
 
-    plain = audit_dataset_dict(disk, progress=False)
+    plain = audit_dataset_dict(disk, progress=False, dihedral=False)
     after_plain = cache_files()
     assert len(after_plain) == 2
     turned = audit_dataset_dict(disk, progress=False, dihedral=True)
@@ -418,7 +422,7 @@ def test_map_cache_is_never_shared_between_plain_and_dihedral(root: Path, tmp_pa
     # Both caches are then reused, each by its own kind of run.
     reopened = load_from_disk(str(tmp_path / "dd"))
     mtimes = {p: p.stat().st_mtime_ns for p in after_turned}
-    assert leaked(audit_dataset_dict(reopened, progress=False), name) == PLAIN
+    assert leaked(audit_dataset_dict(reopened, progress=False, dihedral=False), name) == PLAIN
     assert leaked(audit_dataset_dict(reopened, progress=False, dihedral=True), name) == ALL
     assert {p: p.stat().st_mtime_ns for p in cache_files()} == mtimes
     first = hash_dataset(reopened["test"], progress=False, dihedral=True)
@@ -434,7 +438,7 @@ def test_guard_raises_on_a_turned_leak(root: Path) -> None:
     turned_only = [i for i, p in enumerate(test_paths) if p.stem.split("_")[0] in _turn_names()]
     splits = folders(root)
     checked = {"train": splits["train"], "test": Subset(splits["test"], turned_only)}
-    assert assert_no_leakage(checked, workers=1).n_leaked_groups == 0
+    assert assert_no_leakage(checked, workers=1, dihedral=False).n_leaked_groups == 0
     with pytest.raises(LeakageError) as caught:
         assert_no_leakage(checked, workers=1, dihedral=True)
     assert caught.value.report.n_leaked_groups == len(TURNED)
@@ -442,11 +446,11 @@ def test_guard_raises_on_a_turned_leak(root: Path) -> None:
     # The same through Hugging Face and through plain path lists.
     dd = hf_splits(root, "bytes")
     hf = DatasetDict({"train": dd["train"], "test": dd["test"].select(turned_only)})
-    assert_no_leakage(hf, progress=False)
+    assert_no_leakage(hf, progress=False, dihedral=False)
     with pytest.raises(LeakageError):
         assert_no_leakage(hf, progress=False, dihedral=True)
     lists = {"train": train_paths, "test": [test_paths[i] for i in turned_only]}
-    assert_no_leakage(lists, workers=1)
+    assert_no_leakage(lists, workers=1, dihedral=False)
     with pytest.raises(LeakageError) as caught:
         assert_no_leakage(lists, workers=1, dihedral=True, threshold={"test": 8, "*": 8})
     assert set(caught.value.report.table["threshold"]) == {8}
@@ -458,7 +462,7 @@ def _turn_names() -> set[str]:
 
 def test_guard_threshold_rules(root: Path) -> None:
     with pytest.raises(LeakageError) as caught:
-        assert_no_leakage(folders(root), workers=1, threshold=STRICT_TEST)
+        assert_no_leakage(folders(root), workers=1, threshold=STRICT_TEST, dihedral=False)
     table = caught.value.report.table
     assert set(table.loc[table["split"] == "test", "threshold"]) == {0}
     assert caught.value.report.parameters["threshold"] == STRICT_TEST
@@ -495,8 +499,8 @@ def test_every_entry_point_validates_dihedral_and_threshold(root: Path) -> None:
             call(threshold={})
     with pytest.raises(TypeError, match=r"dihedral must be a bool"):
         hash_dataset(hf_splits(root, "bytes")["test"], dihedral=None)
-    report = audit_datasets(folders(root), workers=1)
+    report = audit_datasets(folders(root), workers=1, dihedral=False)
     with pytest.raises(TypeError, match="cannot apply to a report"):
-        assert_no_leakage(report, dihedral=True)
+        assert_no_leakage(report, dihedral=False)
     with pytest.raises(TypeError, match="cannot apply to a report"):
-        assert_no_leakage(report, threshold=4)
+        assert_no_leakage(report, threshold=4, dihedral=False)

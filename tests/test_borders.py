@@ -8,7 +8,7 @@ from pathlib import Path
 import imagegen
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from leakaudit.audit import audit_splits
 from leakaudit.cache import hash_context
@@ -19,6 +19,7 @@ from leakaudit.loading import (
     grey_from_bytes,
     grey_from_pil,
     load_reduced_grey,
+    trim_allowed,
     trim_box,
 )
 from leakaudit.policy import DEFAULT_THRESHOLDS
@@ -107,7 +108,7 @@ def test_padded_copy_hashes_like_its_original_when_trimmed(name: str, seed: int)
     padded = PADDED[name](photo(seed))
     assert distance(original, padded) <= THRESHOLD
     # ... which the whole-image hash misses: the test would pass without trimming otherwise.
-    assert distance(original, padded, DecodeOptions()) > THRESHOLD
+    assert distance(original, padded, DecodeOptions(trim_borders=False)) > THRESHOLD
 
 
 @pytest.mark.parametrize("name", list(PADDED))
@@ -141,7 +142,15 @@ def test_audit_splits_groups_padded_copies_with_their_originals(tmp_path: Path) 
     groups = table["group_id"]
     for k in range(4):
         assert (groups == groups[f"unrelated_{k}"]).sum() == 1
-    whole = audit_splits({"train": train, "test": test}, workers=1, progress=False, cache=False)
+    whole = audit_splits(
+        {"train": train, "test": test},
+        workers=1,
+        progress=False,
+        cache=False,
+        decode=DecodeOptions(trim_borders=False),
+        dihedral=False,
+        verify=False,
+    )
     assert whole.table["group_id"].nunique() == len(whole.table)  # no trim, no match
 
 
@@ -182,7 +191,7 @@ def test_a_graded_sky_is_not_trimmed(noise: float, ramp: float, horizon: float) 
     for seed in (1, 2, 3):
         sky = _sky_photo(seed, noise=noise, ramp=ramp, horizon=horizon)
         for data in (_png(sky), _jpeg(sky)):
-            pixels, box = grey_from_bytes(data, "sky", DecodeOptions())
+            pixels, box = grey_from_bytes(data, "sky", DecodeOptions(trim_borders=False))
             assert trim_box(pixels, box) is None
             assert hash_image(data, decode=TRIM) == hash_image(data)
 
@@ -193,7 +202,7 @@ def test_a_bar_above_a_sky_is_trimmed_to_the_bar_only(colour: tuple[int, int, in
     bar = 48  # full-resolution rows: 12 reduced rows at scale 4
     padded = place(sky, (sky.width, sky.height + 2 * bar), colour)
     for data in (_png(padded), _jpeg(padded)):
-        pixels, box = grey_from_bytes(data, "padded", DecodeOptions())
+        pixels, box = grey_from_bytes(data, "padded", DecodeOptions(trim_borders=False))
         trimmed = trim_box(pixels, box)
         assert trimmed is not None
         left, top, right, bottom = trimmed
@@ -216,7 +225,7 @@ def test_an_exactly_flat_strip_is_trimmed_alike_in_every_copy() -> None:
     pixels = imagegen.photo_like_array(8, (400, 300))
     pixels[:60] = 255
     clipped = Image.fromarray(pixels)
-    grey, box = grey_from_pil(clipped, "clipped", DecodeOptions())
+    grey, box = grey_from_pil(clipped, "clipped", DecodeOptions(trim_borders=False))
     trimmed = trim_box(grey, box)
     assert trimmed is not None and 14 <= trimmed[1] <= 16
     half = clipped.resize((200, 150), Image.Resampling.LANCZOS)
@@ -235,7 +244,7 @@ def test_an_exactly_flat_strip_is_trimmed_alike_in_every_copy() -> None:
     ids=["white", "colour", "black-small", "flat-noise"],
 )
 def test_blank_images_stay_untrimmed_and_low_information(image: Image.Image) -> None:
-    pixels, box = grey_from_pil(image, "blank", DecodeOptions())
+    pixels, box = grey_from_pil(image, "blank", DecodeOptions(trim_borders=False))
     assert trim_box(pixels, box) is None
     hashes = hash_image(image, decode=TRIM)
     assert hashes.low_information
@@ -246,7 +255,7 @@ def test_a_small_object_on_a_wide_background_is_hashed_whole() -> None:
     # Less than TRIM_MIN_FRACTION of each side would remain: the axis is left untrimmed.
     canvas = place(photo(3, (60, 45)), (400, 300), (255, 255, 255))
     assert max(60 / 400, 45 / 300) < TRIM_MIN_FRACTION
-    pixels, box = grey_from_pil(canvas, "small", DecodeOptions())
+    pixels, box = grey_from_pil(canvas, "small", DecodeOptions(trim_borders=False))
     assert trim_box(pixels, box) is None
 
 
@@ -261,7 +270,7 @@ def test_trimming_applies_to_the_upright_image() -> None:
 
 def test_load_reduced_grey_returns_the_trimmed_pixels() -> None:
     padded = place(photo(15, (400, 300)), (400, 400), (0, 0, 0))
-    assert load_reduced_grey(padded).size == (100, 100)
+    assert load_reduced_grey(padded, decode=DecodeOptions(trim_borders=False)).size == (100, 100)
     trimmed = load_reduced_grey(padded, decode=TRIM)
     assert trimmed.size[0] == 100 and 73 <= trimmed.size[1] <= 75
     assert np.asarray(trimmed).min(axis=1).max() > 0  # no black bar row left
@@ -270,11 +279,12 @@ def test_load_reduced_grey_returns_the_trimmed_pixels() -> None:
 # ----------------------------------------------------------------- defaults and options
 
 
-def test_trim_borders_is_off_by_default_and_changes_nothing_then() -> None:
-    assert DecodeOptions().trim_borders is False
+def test_trim_borders_is_on_by_default_and_off_changes_nothing() -> None:
+    assert DecodeOptions().trim_borders is True
     padded = _jpeg(place(photo(16), (402, 402), (0, 0, 0)))
-    assert hash_image(padded) == hash_image(padded, decode=DecodeOptions(trim_borders=False))
-    pixels, box = grey_from_bytes(padded, "padded", DecodeOptions())
+    assert hash_image(padded) == hash_image(padded, decode=DecodeOptions(trim_borders=True))
+    assert hash_image(padded) != hash_image(padded, decode=DecodeOptions(trim_borders=False))
+    pixels, box = grey_from_bytes(padded, "padded", DecodeOptions(trim_borders=False))
     assert pixels.shape == (101, 101) and box == (0.0, 0.0, 100.5, 100.5)
 
 
@@ -285,7 +295,7 @@ def test_trim_borders_must_be_a_bool(value: object) -> None:
 
 
 def test_trim_borders_is_part_of_the_cache_key() -> None:
-    assert hash_context(DecodeOptions()) != hash_context(TRIM)
+    assert hash_context(DecodeOptions(trim_borders=False)) != hash_context(TRIM)
 
 
 def test_cli_trim_borders(tmp_path: Path) -> None:
@@ -298,11 +308,145 @@ def test_cli_trim_borders(tmp_path: Path) -> None:
     (test / "letterboxed.png").write_bytes(_png(place(photo(5), (402, 420), (0, 0, 0))))
     (test / "other.jpg").write_bytes(_jpeg(photo(6)))
     args = ["compare", str(train), str(test), "--no-cache", "--quiet", "--fail-on-leak", "0"]
-    assert main(args) == 0  # whole-image hashes miss the letterboxed copy
+    assert main([*args, "--no-trim-borders"]) == 0  # whole-image hashes miss the copy
     out = tmp_path / "report.json"
-    assert main([*args, "--trim-borders", "--json", str(out)]) == 1
+    assert main([*args, "--json", str(out)]) == 1  # trimmed by default
     import json
 
     report = json.loads(out.read_text())
     assert report["parameters"]["trim_borders"] is True
     assert report["n_leaked_images"] == 2
+
+
+# ----------------------------------------------------------------- graphics on a transparent ground
+
+
+def _sprite(seed: int, size: int) -> Image.Image:
+    """An RGBA sprite: an anti-aliased ellipse body and a few shapes, on a transparent canvas.
+
+    Drawn at 4x and reduced; margins of 8-30% of the canvas, different on each side.
+    """
+    rng = np.random.default_rng(seed)
+    big = 4 * size
+    canvas = Image.new("RGBA", (big, big), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(canvas)
+    left, top, right, bottom = (float(m) * big for m in rng.uniform(0.08, 0.3, 4))
+    x0, y0, x1, y1 = left, top, big - right, big - bottom
+
+    def colour() -> tuple[int, int, int, int]:
+        return (*(int(c) for c in rng.integers(0, 200, 3)), 255)  # type: ignore[return-value]
+
+    def point() -> tuple[float, float]:
+        return float(rng.uniform(x0, x1)), float(rng.uniform(y0, y1))
+
+    draw.ellipse((x0, y0, x1, y1), fill=colour())
+    draw.polygon([point() for _ in range(4)], fill=colour())
+    draw.line([point(), point()], fill=colour(), width=max(1, big // 25))
+    (ax, ay), (bx, by) = point(), point()
+    draw.ellipse((min(ax, bx), min(ay, by), max(ax, bx), max(ay, by)), fill=colour())
+    return canvas.resize((size, size), Image.Resampling.LANCZOS)
+
+
+def _gear_icon(seed: int, size: int) -> Image.Image:
+    """An RGBA gear icon (pointed teeth, a hole) with a one-sixteenth margin."""
+    rng = np.random.default_rng(seed)
+    big = 4 * size
+    canvas = Image.new("RGBA", (big, big), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(canvas)
+    centre, teeth = big / 2, int(rng.integers(6, 10))
+    outer, inner = 0.45 * big, 0.34 * big
+    points = []
+    for k in range(4 * teeth):
+        angle = 2 * np.pi * k / (4 * teeth)
+        radius = outer if k % 4 in (1, 2) else inner
+        points.append((centre + radius * np.cos(angle), centre + radius * np.sin(angle)))
+    draw.polygon(points, fill=(*(int(c) for c in rng.integers(0, 200, 3)), 255))
+    hole = 0.14 * big
+    draw.ellipse((centre - hole, centre - hole, centre + hole, centre + hole), fill=(0, 0, 0, 0))
+    return canvas.resize((size, size), Image.Resampling.LANCZOS)
+
+
+def _flattened_jpeg(image: Image.Image, colour: tuple[int, int, int], quality: int) -> bytes:
+    """What another tool saves: the RGBA flattened onto ``colour``, as JPEG."""
+    flat = Image.new("RGB", image.size, colour)
+    flat.paste(image, (0, 0), image)
+    return _jpeg(flat, quality)
+
+
+def _both_within(a: bytes, b: bytes) -> bool:
+    ha, hb = hash_image(a, decode=TRIM), hash_image(b, decode=TRIM)
+    phash, dhash = (ha.phash ^ hb.phash).bit_count(), (ha.dhash ^ hb.dhash).bit_count()
+    return max(phash, dhash) <= THRESHOLD and not ha.low_information
+
+
+GRAPHICS: dict[str, Callable[[int, int], Image.Image]] = {"sprite": _sprite, "gear": _gear_icon}
+
+
+@pytest.mark.parametrize("quality", [90, 75])
+@pytest.mark.parametrize("size", [32, 128, 256])
+@pytest.mark.parametrize("kind", list(GRAPHICS))
+def test_a_transparent_graphic_and_its_jpeg_on_white_hash_alike(
+    kind: str, size: int, quality: int
+) -> None:
+    # The PNG's transparent margin flattens to exact white, the JPEG's rings next to the
+    # shape: trimming them gave different boxes. A shape on a plain ground is hashed whole.
+    for seed in range(6):
+        graphic = GRAPHICS[kind](seed, size)
+        original = _png(graphic)
+        copy = _flattened_jpeg(graphic, (255, 255, 255), quality)
+        assert _both_within(original, copy), seed
+        assert hash_image(original, decode=TRIM) == hash_image(
+            original, decode=DecodeOptions(trim_borders=False)
+        )
+
+
+@pytest.mark.parametrize("size", [32, 128])
+@pytest.mark.parametrize("kind", list(GRAPHICS))
+def test_a_graphic_flattened_onto_black_is_trimmed_as_its_flattened_png(
+    kind: str, size: int
+) -> None:
+    # On black, the JPEG copy and the same graphic decoded with background=(0, 0, 0) see
+    # the same ground: whatever the trim decides, it decides alike.
+    black = DecodeOptions(background=(0, 0, 0), trim_borders=True)
+    for seed in range(6):
+        graphic = GRAPHICS[kind](seed, size)
+        original = hash_image(_png(graphic), decode=black)
+        copy = hash_image(_flattened_jpeg(graphic, (0, 0, 0), 90), decode=black)
+        distance_ = max(
+            (original.phash ^ copy.phash).bit_count(), (original.dhash ^ copy.dhash).bit_count()
+        )
+        assert distance_ <= THRESHOLD, seed
+
+
+@pytest.mark.parametrize("size", [128, 256])
+def test_a_graphic_on_a_plain_ground_is_never_trimmed(size: int) -> None:
+    # (Smaller images are not trimmed at all: test_small_images_are_never_trimmed.)
+    for seed in range(6):
+        graphic = _sprite(seed, size)
+        for data in (_png(graphic), _flattened_jpeg(graphic, (255, 255, 255), 75)):
+            pixels, box = grey_from_bytes(data, "sprite", DecodeOptions(trim_borders=False))
+            assert trim_box(pixels, box) is None
+
+
+def test_small_images_are_never_trimmed() -> None:
+    # Decoded unreduced, a small JPEG's blocks ring across its few-pixel margins.
+    small = place(photo(17, (100, 75)), (100, 100), (0, 0, 0))
+    assert not trim_allowed(small.size) and trim_allowed((128, 400))
+    for data in (_png(small), _jpeg(small)):
+        assert hash_image(data, decode=TRIM) == hash_image(
+            data, decode=DecodeOptions(trim_borders=False)
+        )
+    pixels, box = grey_from_pil(small, "small", DecodeOptions(trim_borders=False))
+    assert trim_box(pixels, box) is not None  # trim_box itself would trim it
+
+
+@pytest.mark.parametrize("colour", [(0, 0, 0), (255, 255, 255)])
+def test_a_letterboxed_photo_is_still_trimmed(colour: tuple[int, int, int]) -> None:
+    # The case the trim is for: the photo fills the box to its corners.
+    for seed in (31, 32, 33):
+        image = photo(seed)
+        boxed = place(image, (image.width, image.width), colour)
+        for data in (_png(boxed), _jpeg(boxed, 75)):
+            pixels, _ = grey_from_bytes(data, "boxed", TRIM)
+            assert pixels.shape[0] < pixels.shape[1] - 15
+            assert distance(_jpeg(image), data) <= THRESHOLD

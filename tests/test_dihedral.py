@@ -285,9 +285,9 @@ def _leaked_test_files(report) -> set[str]:  # type: ignore[no-untyped-def]
 
 
 def test_audit_catches_turned_copies_only_with_dihedral(turned_splits: dict[str, Path]) -> None:
-    plain = audit_splits(turned_splits, workers=1, cache=False)
+    plain = audit_splits(turned_splits, workers=1, cache=False, dihedral=False, verify=False)
     assert _leaked_test_files(plain) == {"plain_copy.jpg"}
-    turned = audit_splits(turned_splits, workers=1, cache=False, dihedral=True)
+    turned = audit_splits(turned_splits, workers=1, cache=False, dihedral=True, verify=False)
     assert _leaked_test_files(turned) == {f"{name}.jpg" for name in TURNS} | {"plain_copy.jpg"}
     assert turned.parameters["dihedral"] is True
     assert turned.n_leaked_groups == len(TURNS) + 1
@@ -375,7 +375,9 @@ def test_per_source_threshold_links_within_the_smaller(tmp_path: Path) -> None:
         )
     cut = sorted(distances.values())[len(distances) // 2]
     splits = {"train": train, "test": test}
-    report = audit_splits(splits, workers=1, cache=False, threshold={"test": cut, "*": 20})
+    report = audit_splits(
+        splits, workers=1, cache=False, threshold={"test": cut, "*": 20}, dihedral=False
+    )
     assert report.table["threshold"].tolist() == [20] * 8 + [cut] * 8
     expected = {name for name, d in distances.items() if d <= cut}
     assert _leaked_test_files(report) == expected

@@ -189,7 +189,9 @@ def _stages(pairs: Any) -> dict[str, str]:
 
 
 def test_hash_only_audit_attributes_exact_bytes_and_hash(splits: dict[str, Path]) -> None:
-    report = audit_splits(splits, workers=1, cache=False, progress=False)
+    report = audit_splits(
+        splits, workers=1, cache=False, progress=False, dihedral=False, verify=False
+    )
     pairs = pair_table(report)
     assert list(pairs.columns) == PAIR_COLUMNS
     assert _stages(pairs) == {"byte_copy.jpg": "exact bytes", "reencoded.jpg": "hash"}
@@ -210,7 +212,15 @@ def test_embedding_stage_links_what_the_hash_misses(
     stage = EmbeddingStage(
         embed=embed, similarity=0.9, batch_size=3, only_ungrouped=only_ungrouped, progress=False
     )
-    report = audit_splits(splits, workers=1, cache=False, progress=False, embedding=stage)
+    report = audit_splits(
+        splits,
+        workers=1,
+        cache=False,
+        progress=False,
+        embedding=stage,
+        dihedral=False,
+        verify=False,
+    )
     # 15 images; the hash groups {t0, byte_copy} and {t1, reencoded}: 13 embedded when cheap.
     embedded = 13 if only_ungrouped else 15
     assert sum(sizes) == embedded == report.parameters["embedded_images"]
@@ -239,7 +249,9 @@ def test_audit_sources_with_in_memory_images() -> None:
     photo = photo_like_image(5)
     images = [photo, photo_like_image(6), ImageOps.mirror(photo), photo_like_image(7)]
     stage = EmbeddingStage(embed=mirror_invariant, similarity=0.9, progress=False)
-    report = audit_sources(images, ["train", "train", "test", "test"], workers=1, embedding=stage)
+    report = audit_sources(
+        images, ["train", "train", "test", "test"], workers=1, embedding=stage, dihedral=False
+    )
     assert report.table is not None
     assert report.table["group_id"].tolist() == [0, 1, 0, 2]
     assert pair_table(report)["stage"].tolist() == ["embedding"]

@@ -83,9 +83,11 @@ def test_nearest_neighbour_distances_exact_and_sampled(report: LeakageReport) ->
 def test_rejects_bad_arguments(report: LeakageReport) -> None:
     with pytest.raises(ValueError, match="max_members must be an int"):
         render_html(report, max_members=0)
+    # A report rebuilt from JSON has no table: the page still renders, without images.
     rebuilt = LeakageReport.from_json(report.to_json())
-    with pytest.raises(ValueError, match="no table"):
-        render_html(rebuilt)
+    page = render_html(rebuilt)
+    assert page.count('class="group leaked"') == 2 and "rebuilt from its JSON summary" in page
+    assert "<img" not in page and "&lt;img src=x" not in page  # no member paths: none stored
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -1,0 +1,925 @@
+"""Pairwise verification: hashes propose candidate pairs, this stage decides each one.
+
+The candidate net (:func:`candidate_pairs`) is wider than a bare threshold: whole-image
+hashes at a looser threshold (:data:`CANDIDATE_THRESHOLD`), with dihedral orientation
+entries, and the crop and rotation entries of :func:`leakaudit.hashing.hash_sources`
+(``DecodeOptions.crop_entries``), which reach cropped and slightly rotated copies. A
+candidate links only when verification accepts it, cheapest stage first, and each
+accepted pair records the stage and its evidence (:data:`leakaudit.report.EDGE_COLUMNS`):
+
+1. ``bytes``: the two files are byte-identical (BLAKE2b of the bytes);
+2. ``pixels``: the two images, decoded again in colour with their alpha, trimmed and
+   turned as the hashes saw them, are aligned by the best-matching pair of entries
+   (whole, crop or rotation) and compared on a 24 x 24 grid: the structure (zero-mean
+   correlation of luma), the colour (mean chroma difference) and, with transparency,
+   the silhouette (IoU of the alpha masks). This is what separates a recoloured icon
+   or a different sprite in the same pose from a re-encoded copy: their hashes agree
+   (both are luma structure), their colours or silhouettes do not;
+3. ``geometry``: pairs the pixel check finds plausible but not conclusive (crops,
+   pads, rotations, partial overlaps) go to local-feature matching with RANSAC
+   (:mod:`leakaudit.geometry`, OpenCV), when it is installed.
+
+Only accepted pairs enter the union-find, so a chain of near-misses cannot glue
+unrelated images into one group. Without the images (precomputed hashes) nothing can
+be verified and the plain threshold rule applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import math
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from PIL import Image, ImageOps
+
+from leakaudit._validation import check_bool, check_int
+from leakaudit.errors import ImageLoadError
+from leakaudit.hashing import (
+    CROP_BOXES,
+    CROP_ROTATIONS,
+    N_CROP_ENTRIES,
+    crop_entry_hashes,
+    dihedral_orientations,
+    entry_kinds,
+    popcount64,
+    turned_view,
+    whole_hashes,
+)
+from leakaudit.loading import DecodeOptions, read_source, resolve_decode, trim_allowed, trim_box
+from leakaudit.report import EDGE_COLUMNS
+from leakaudit.search import iter_pairs_within
+
+__all__ = [
+    "CANDIDATE_THRESHOLD",
+    "GRAPHIC_SIDE",
+    "PairVerdict",
+    "VerifiedPairs",
+    "VerifyOptions",
+    "View",
+    "candidate_pairs",
+    "compare_views",
+    "iter_edge_chunks",
+    "load_view",
+    "verified_labels",
+    "verify_candidates",
+]
+
+#: Candidate threshold of the net: a pair of entries (whole, crop or rotation) is a
+#: candidate when both its pHash and its dHash lie within this many bits.
+CANDIDATE_THRESHOLD = 10
+
+_VIEW_SIDE = 48  # the colour thumbnail kept per image
+#: Images under this many pixels on the shorter side (or with transparency) are
+#: graphics: look-alikes (sprites of one pose, icons of one template) are common
+#: among them, so they are verified with the stricter limits of VerifyOptions.
+GRAPHIC_SIDE = 96
+_GRID = 24  # the comparison grid
+_GEOMETRY_SIDE = 160  # the grey image kept for local features
+_DECODE_SIDE = 96  # decode reduced (JPEG draft) to about this on the short side
+
+# Entry kinds, as hashing.entry_kinds numbers them.
+WHOLE, CROP, ROTATION, AS_IS = 0, 1, 2, 3
+# Which kinds of entries pair up: turned whole images with each other; the image as it
+# is with crops and rotations; crops with rotations (a rotated copy's crop against the
+# original's rotation). Never crop with crop or rotation with rotation.
+_PAIRS = np.zeros((4, 4), dtype=bool)
+for _x, _y in ((WHOLE, WHOLE), (AS_IS, CROP), (AS_IS, ROTATION), (CROP, ROTATION)):
+    _PAIRS[_x, _y] = _PAIRS[_y, _x] = True
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How candidate pairs are proposed and verified.
+
+    Parameters
+    ----------
+    candidate_threshold : int, default 10
+        Both hashes of a pair of entries within this many bits make a candidate.
+    link_threshold : int, default 8
+        For a pair whose images cannot be decoded again (in-memory items
+        without ``images=``, a file gone since it was hashed): both whole-image
+        hashes within this many bits link it (stage ``"hash"``), as the bare
+        threshold rule would; other such pairs are rejected.
+    min_correlation : float, default 0.80
+        Structure score (zero-mean correlation of luma on the aligned 24 x 24
+        grid) at or above which the pixel check accepts a pair.
+    max_chroma_difference : float, default 12.0
+        Largest mean chroma difference (Cb and Cr, 0-255 scale) of an accepted
+        pair; above it the pair is rejected (another colouring).
+    min_silhouette : float, default 0.75
+        Smallest IoU of the two alpha masks when both images have transparency.
+    geometry : bool or None, default None
+        Run local-feature verification on pairs the pixel check leaves open;
+        None runs it when OpenCV is installed.
+    geometry_correlation : float, default 0.45
+        Pairs scoring between this and ``min_correlation`` are left open (go
+        to the geometric stage, or are rejected without it).
+    max_changed : float, default 0.045
+        Largest share of pixels that still differ after a global gain and
+        offset per channel (:func:`_changed_share`): what tells a sprite in
+        another pose, or another character in the same pose, from a copy.
+    graphic_correlation, graphic_chroma_difference, graphic_changed : float
+        The same three limits (0.85, 10.0, 0.03) for pairs where either image
+        is a graphic (transparent, or under :data:`GRAPHIC_SIDE` pixels):
+        icons of one template and sprites of one pose differ in a few pixels.
+        Local features never decide a graphic.
+
+    All defaults were chosen on ``benchmarks/bench_closure.py``'s generated
+    photos, sprites and icons (``benchmarks/RESULTS.md``, "The verified
+    cascade").
+    """
+
+    candidate_threshold: int = CANDIDATE_THRESHOLD
+    link_threshold: int = 8
+    min_correlation: float = 0.80
+    max_chroma_difference: float = 12.0
+    min_silhouette: float = 0.75
+    geometry: bool | None = None
+    geometry_correlation: float = 0.45
+    max_changed: float = 0.045
+    graphic_correlation: float = 0.85
+    graphic_chroma_difference: float = 10.0
+    graphic_changed: float = 0.03
+
+    def __post_init__(self) -> None:
+        check_int("candidate_threshold", self.candidate_threshold, 0, 64)
+        check_int("link_threshold", self.link_threshold, 0, 64)
+        for name in ("min_correlation", "geometry_correlation", "min_silhouette"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not -1.0 <= float(value) <= 1.0:
+                raise ValueError(f"{name} must be a number in [-1, 1]; got {value!r}.")
+        if not isinstance(self.max_chroma_difference, (int, float)) or not (
+            0 <= float(self.max_chroma_difference) <= 255
+        ):
+            raise ValueError(
+                "max_chroma_difference must be a number in [0, 255]; "
+                f"got {self.max_chroma_difference!r}."
+            )
+        if self.geometry is not None:
+            check_bool("geometry", self.geometry)
+
+    def parameters(self) -> dict[str, Any]:
+        """The options as report parameters."""
+        return {
+            "candidate_threshold": self.candidate_threshold,
+            "min_correlation": self.min_correlation,
+            "max_chroma_difference": self.max_chroma_difference,
+            "min_silhouette": self.min_silhouette,
+            "max_changed": self.max_changed,
+            "graphic_correlation": self.graphic_correlation,
+            "graphic_chroma_difference": self.graphic_chroma_difference,
+            "graphic_changed": self.graphic_changed,
+        }
+
+
+# ------------------------------------------------------------------ candidates
+
+
+def candidate_pairs(
+    owner: NDArray[np.int64],
+    phash: NDArray[np.uint64],
+    dhash: NDArray[np.uint64],
+    kinds: NDArray[np.int8],
+    linkable: NDArray[np.bool_],
+    threshold: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Row pairs with a pair of entries within ``threshold`` on both hashes.
+
+    Entries pair turned whole images with each other, the image as it is with
+    crops and rotations, and crops with rotations (a rotated copy's crop
+    against the original's rotation); never crop with crop or rotation with
+    rotation (they add false candidates and reach nothing the others miss).
+    Exact: every such pair of entries is found
+    (:func:`leakaudit.search.iter_pairs_within`).
+
+    Returns
+    -------
+    pairs : numpy.ndarray of int64, shape (k, 2)
+        Row pairs ``(a, b)``, ``a < b``, each once.
+    distance : numpy.ndarray of int64, shape (k,)
+        The smallest ``max(pHash, dHash)`` distance of a whole-with-whole entry
+        pair of the two rows; -1 when only crop or rotation entries matched.
+    """
+    keep_entries = np.flatnonzero(linkable[owner])
+    found: list[NDArray[np.int64]] = []
+    dist: list[NDArray[np.int64]] = []
+    allowed = _PAIRS
+    if keep_entries.size >= 2:
+        for chunk in iter_pairs_within(phash[keep_entries], threshold):
+            e = keep_entries[chunk]
+            a, b = e[:, 0], e[:, 1]
+            rows_a, rows_b = owner[a], owner[b]
+            d = popcount64(dhash[a] ^ dhash[b]).astype(np.int64)
+            keep = (rows_a != rows_b) & (d <= threshold) & allowed[kinds[a], kinds[b]]
+            if not keep.any():
+                continue
+            a, b, d = a[keep], b[keep], d[keep]
+            p = popcount64(phash[a] ^ phash[b]).astype(np.int64)
+            whole = (kinds[a] == WHOLE) & (kinds[b] == WHOLE)
+            lo, hi = np.minimum(owner[a], owner[b]), np.maximum(owner[a], owner[b])
+            found.append(np.stack([lo, hi], axis=1))
+            dist.append(np.where(whole, np.maximum(p, d), 10_000))
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    pairs = np.concatenate(found)
+    distance = np.concatenate(dist)
+    order = np.lexsort((distance, pairs[:, 1], pairs[:, 0]))
+    pairs, distance = pairs[order], distance[order]
+    first = np.ones(len(pairs), dtype=bool)
+    first[1:] = np.any(pairs[1:] != pairs[:-1], axis=1)
+    pairs, distance = pairs[first], distance[first]
+    return pairs, np.where(distance >= 10_000, -1, distance)
+
+
+# ----------------------------------------------------------------------- views
+
+
+@dataclass
+class View:
+    """What verification keeps of one image.
+
+    Attributes
+    ----------
+    rgba : PIL.Image.Image
+        The trimmed image as it is (upright), RGBA, 48 x 48.
+    grey : numpy.ndarray of uint8
+        The trimmed grey image, longer side <= 160.
+    entries : numpy.ndarray of uint64, shape (k, 2)
+        Its whole, crop and rotation entries, as the hashes index them.
+    kinds : numpy.ndarray of int8
+        The kind of each entry.
+    digest : int
+        BLAKE2b-64 of the encoded bytes (of mode, size and pixels for a PIL image).
+    has_alpha : bool
+        Some pixel is not fully opaque.
+    grid : numpy.ndarray of float32, shape (24, 24, 4)
+        The whole view on the comparison grid.
+    full_grid : numpy.ndarray of float32 or None
+        The untrimmed image on the comparison grid, when the trim cut
+        something (None otherwise): the trim of a small graphic and of its
+        copy flattened onto another colour can differ.
+    border : numpy.ndarray of float32, shape (3,)
+        Median colour of the outermost pixels before trimming: what an opaque
+        copy of a transparent image was flattened onto.
+    graphic : bool
+        Transparent, or under :data:`GRAPHIC_SIDE` pixels on its shorter side:
+        icons, sprites and thumbnails, checked more strictly.
+    """
+
+    rgba: Image.Image
+    grey: NDArray[np.uint8]
+    entries: NDArray[np.uint64]
+    kinds: NDArray[np.int8]
+    digest: int
+    has_alpha: bool
+    grid: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0, 4), np.float32))
+    graphic: bool = False
+    full_grid: NDArray[np.float32] | None = None
+    border: NDArray[np.float32] = field(default_factory=lambda: np.full(3, 255.0, np.float32))
+    regions: dict[tuple[int, int], NDArray[np.float32]] = field(default_factory=dict)
+
+
+def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image:
+    base = Image.new("RGBA", rgba.size, (*background, 255))
+    return Image.alpha_composite(base, rgba).convert("L")
+
+
+def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> View:
+    """Decode one image for verification (colour, alpha, trimmed, canonical orientation).
+
+    Raises
+    ------
+    ImageLoadError
+        The image cannot be read.
+    """
+    options = resolve_decode(decode)
+    if isinstance(source, Image.Image):
+        image = source
+        h = hashlib.blake2b(digest_size=8)
+        h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
+        h.update(image.tobytes())
+        digest = int.from_bytes(h.digest(), "big")
+    else:
+        name, data = read_source(source, name, options)
+        digest = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+        try:
+            image = Image.open(io.BytesIO(data))
+            declared_size = image.size
+            if image.format == "JPEG":
+                short = min(image.size)
+                scale = max(1, short // _DECODE_SIDE)
+                image.draft("RGB", (max(1, image.width // scale), max(1, image.height // scale)))
+            image.load()
+        except Exception as exc:
+            raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
+    original_size = image.size if isinstance(source, Image.Image) else declared_size
+    try:
+        if options.exif_transpose:
+            image = ImageOps.exif_transpose(image)
+        rgba = image.convert("RGBA")
+    except Exception as exc:
+        raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
+    if min(rgba.size) > 2 * _DECODE_SIDE:
+        factor = min(rgba.size) / _DECODE_SIDE
+        rgba = rgba.resize(
+            (max(1, round(rgba.width / factor)), max(1, round(rgba.height / factor))),
+            Image.Resampling.BOX,
+        )
+    grey = np.asarray(_flatten(rgba, options.background), dtype=np.uint8)
+    # The hashes' trim (the same rules, so the same box as the hashes saw).
+    trim = options.trim_borders and trim_allowed(original_size)
+    box = trim_box(grey) if trim else None
+    if box is None:
+        box = (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
+    phash, dhash, ac = whole_hashes(grey, box)
+    code = dihedral_orientations(ac)[0]
+    turned, turned_box = turned_view(grey, box, code)
+    whole = whole_hashes(turned, turned_box)
+    entries = [(whole[0], whole[1]), (phash, dhash), *crop_entry_hashes(grey, box, 0)]
+    kinds = np.array(
+        [WHOLE, AS_IS] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
+        dtype=np.int8,
+    )
+    region = rgba.crop(tuple(round(v) for v in box))  # type: ignore[arg-type]
+    has_alpha = bool(np.asarray(region.getchannel("A")).min() < 250)
+    small = region.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
+    grid = np.asarray(small.resize((_GRID, _GRID), Image.Resampling.BILINEAR), dtype=np.float32)
+    geometry_grey = _flatten(region, options.background)
+    if max(geometry_grey.size) > _GEOMETRY_SIDE:
+        geometry_grey.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
+    return View(
+        rgba=small,
+        grey=np.asarray(geometry_grey, dtype=np.uint8),
+        entries=np.array(entries, dtype=np.uint64),
+        kinds=kinds,
+        digest=digest,
+        has_alpha=has_alpha,
+        grid=grid,
+        graphic=has_alpha or min(original_size) < GRAPHIC_SIDE,
+        border=_border_colour(np.asarray(rgba, dtype=np.float32)),
+        full_grid=(
+            None
+            if box == (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
+            else np.asarray(rgba.resize((_GRID, _GRID), Image.Resampling.BOX), dtype=np.float32)
+        ),
+    )
+
+
+# -------------------------------------------------------------------- the check
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """The verification of one candidate pair.
+
+    Attributes
+    ----------
+    accepted : bool
+    stage : str
+        The stage that decided: ``"bytes"``, ``"pixels"`` or ``"geometry"``.
+    similarity : float
+        Structure score of the pixel check (NaN when it did not run).
+    chroma : float
+        Mean chroma difference on the aligned grid (NaN when not run).
+    inliers : int
+        RANSAC inliers of the geometric check (-1 when it did not run).
+    reason : str
+        Short text: why accepted or rejected.
+    turn : int
+        The dihedral code that turned the second image onto the first (0 as is).
+    silhouette : float
+        IoU of the alpha masks when both images have transparency (NaN otherwise).
+    """
+
+    accepted: bool
+    stage: str
+    similarity: float = math.nan
+    chroma: float = math.nan
+    inliers: int = -1
+    reason: str = ""
+    turn: int = 0
+    silhouette: float = math.nan
+    changed: float = math.nan
+
+    @property
+    def strength(self) -> float:
+        """Evidence strength in [0, 1]: 1 for a byte copy."""
+        if not self.accepted:
+            return 0.0
+        if self.stage == "bytes":
+            return 1.0
+        if self.stage == "geometry":
+            return 0.5 + 0.45 * min(1.0, self.inliers / 100.0)
+        return float(min(0.99, max(0.0, self.similarity)))
+
+
+def _region(view: View, kind: int, index: int) -> NDArray[np.float32]:
+    """The view's part an entry hashed, on the comparison grid (float32, RGBA)."""
+    if kind in (WHOLE, AS_IS):
+        return view.grid
+    key = (kind, index)
+    found = view.regions.get(key)
+    if found is not None:
+        return found
+    side = float(_VIEW_SIDE)
+    image = view.rgba
+    if kind == CROP:
+        left, top, right, bottom = CROP_BOXES[index]
+        box = (left * side, top * side, right * side, bottom * side)
+    else:
+        image = image.rotate(CROP_ROTATIONS[index], Image.Resampling.BILINEAR)
+        margin = side * 0.075
+        box = (margin, margin, side - margin, side - margin)
+    grid = np.asarray(
+        image.resize((_GRID, _GRID), Image.Resampling.BILINEAR, box=box), dtype=np.float32
+    )
+    view.regions[key] = grid
+    return grid
+
+
+def _alignments(a: View, b: View, extra: int = 3) -> list[tuple[int, int, int, int]]:
+    """Crop or rotation entry pairs ``(kind_a, index_a, kind_b, index_b)`` to align a pair by.
+
+    The ``extra`` allowed pairs nearest in hash: the nearest alone can be a
+    spurious one (a crop of a flat sprite hashes like many others), so the
+    check takes the best of a few.
+    """
+    pa = a.entries[:, 0][:, None] ^ b.entries[:, 0][None, :]
+    da = a.entries[:, 1][:, None] ^ b.entries[:, 1][None, :]
+    shape = pa.shape
+    hash_distance = np.maximum(popcount64(pa.ravel()), popcount64(da.ravel())).reshape(shape)
+    allowed = _PAIRS[a.kinds[:, None], b.kinds[None, :]] & (a.kinds[:, None] != WHOLE)
+    as_is = (a.kinds[:, None] == AS_IS) | (b.kinds[None, :] == AS_IS)
+    found: list[tuple[int, int, int, int]] = []
+    # A whole image against the other's crops or rotations first (a crop, a small
+    # rotation), then crop against rotation (a rotated copy with its corners cut):
+    # ranked together, spurious crop-rotation pairs of a smooth image crowd out the
+    # one alignment that matters.
+    for ok, count in ((allowed & as_is, extra), (allowed & ~as_is, 2)):
+        distance: NDArray[np.int64] = np.where(ok, hash_distance.astype(np.int64), 1000).ravel()
+        for flat in np.argsort(distance, kind="stable")[:count].tolist():
+            if distance[flat] >= 1000:
+                break
+            i, j = divmod(flat, shape[1])
+            found.append(
+                (
+                    int(a.kinds[i]),
+                    _index_in_kind(a.kinds, i),
+                    int(b.kinds[j]),
+                    _index_in_kind(b.kinds, j),
+                )
+            )
+    return found
+
+
+def _index_in_kind(kinds: NDArray[np.int8], position: int) -> int:
+    return int(np.count_nonzero(kinds[:position] == kinds[position]))
+
+
+def _turned_grid(grid: NDArray[np.float32], code: int) -> NDArray[np.float32]:
+    """A grid turned by a dihedral code (as :func:`leakaudit.hashing.turned_view`)."""
+    if code & 1:
+        grid = grid.transpose(1, 0, 2)
+    if code & 2:
+        grid = grid[:, ::-1]
+    if code & 4:
+        grid = grid[::-1]
+    return grid
+
+
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+_CB = np.array([-0.168736, -0.331264, 0.5], dtype=np.float32)
+_CR = np.array([0.5, -0.418688, -0.081312], dtype=np.float32)
+
+
+def _flattened(grid: NDArray[np.float32], background: NDArray[np.float32]) -> NDArray[np.float32]:
+    """RGB of a grid flattened onto ``background``, as (pixels, 3)."""
+    flat = grid.reshape(-1, 4)
+    alpha = flat[:, 3:4] / 255.0
+    rgb: NDArray[np.float32] = flat[:, :3] * alpha + background * (1.0 - alpha)
+    return rgb
+
+
+def _border_colour(grid: NDArray[np.float32]) -> NDArray[np.float32]:
+    border = np.concatenate([grid[0, :, :3], grid[-1, :, :3], grid[:, 0, :3], grid[:, -1, :3]])
+    colour: NDArray[np.float32] = np.median(border, axis=0).astype(np.float32)
+    return colour
+
+
+#: A pixel has changed when, after the best per-channel gain and offset between
+#: the two images (brightness, contrast, a global colour cast), it is still this
+#: far off in some channel.
+_CHANGED_LEVEL = 48.0
+
+
+def _changed_share(rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32]) -> float:
+    """Share of pixels that differ beyond a global gain and offset per channel.
+
+    A re-encode, a resize or a photometric edit changes few pixels this way; a
+    sprite in another pose or a different character in the same pose changes its
+    limbs, face or clothes: a tenth of the picture or more.
+    """
+    x = rgb_a - rgb_a.mean(axis=0)
+    y = rgb_b - rgb_b.mean(axis=0)
+    variance = (x * x).mean(axis=0)
+    gain = np.where(variance > 1.0, (x * y).mean(axis=0) / np.maximum(variance, 1.0), 1.0)
+    gain = np.clip(gain, 0.5, 2.0)
+    worst = np.abs(y - gain * x).max(axis=1)
+    return float(np.mean(worst > _CHANGED_LEVEL))
+
+
+def _correlation(x: NDArray[np.float32], y: NDArray[np.float32]) -> float:
+    x = x - x.mean()
+    y = y - y.mean()
+    norm = math.sqrt(float((x * x).sum()) * float((y * y).sum()))
+    if norm < 1e-6:
+        # Both flat: alike when their levels are.
+        return 1.0 if abs(float(x.mean() - y.mean())) < 8 else 0.0
+    return float((x * y).sum() / norm)
+
+
+def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> PairVerdict:
+    """The pixel check of one pair (no geometry): accepted, rejected or left open.
+
+    The whole images first, in the turn (of 8) whose luma correlates best; when
+    that does not accept, the few crop and rotation alignments nearest in hash.
+    A pair left open has ``stage == "open"`` (plausible structure below
+    ``min_correlation``, colours and silhouettes compatible).
+    """
+    options = options or VerifyOptions()
+    if a.digest == b.digest:
+        return PairVerdict(True, "bytes", 1.0, 0.0, reason="byte-identical")
+    best = _whole_verdict(a.grid, b.grid, a, b, options)
+    if best.accepted:
+        return best
+    if a.full_grid is not None or b.full_grid is not None:
+        # One of them was trimmed: compare them untrimmed too (the other's trim may
+        # have kept a margin this one lost).
+        for grid_a, grid_b in (
+            (a.full_grid if a.full_grid is not None else a.grid, b.grid),
+            (a.grid, b.full_grid if b.full_grid is not None else b.grid),
+            (
+                a.full_grid if a.full_grid is not None else a.grid,
+                b.full_grid if b.full_grid is not None else b.grid,
+            ),
+        ):
+            verdict = _whole_verdict(grid_a, grid_b, a, b, options)
+            if _rank(verdict) > _rank(best):
+                best = verdict
+                if best.accepted:
+                    return best
+    # A region resampled from the 48 x 48 view is blurrier than the whole view:
+    # twice the changed share is allowed there.
+    cropped = dataclasses.replace(options, max_changed=2 * options.max_changed)
+    for kind_a, index_a, kind_b, index_b in _alignments(a, b):
+        grid_a, grid_b = _region(a, kind_a, index_a), _region(b, kind_b, index_b)
+        verdict = _compare_grids(grid_a, grid_b, a, b, cropped)
+        if _rank(verdict) > _rank(best):
+            best = verdict
+            if best.accepted:
+                break
+    return best
+
+
+def _whole_verdict(
+    grid_a: NDArray[np.float32],
+    grid_b: NDArray[np.float32],
+    a: View,
+    b: View,
+    options: VerifyOptions,
+) -> PairVerdict:
+    """Two whole grids compared in the turn (of 8) whose luma correlates best."""
+    background = _pair_background(a, b)
+    luma_a = _flattened(grid_a, background) @ _LUMA
+    turns = [_turned_grid(grid_b, code) for code in range(8)]
+    scores = [_correlation(luma_a, _flattened(t, background) @ _LUMA) for t in turns]
+    code = int(np.argmax(scores))
+    verdict = _compare_grids(grid_a, turns[code], a, b, options)
+    return dataclasses.replace(verdict, turn=code)
+
+
+def _pair_background(a: View, b: View) -> NDArray[np.float32]:
+    """The colour transparent pixels are flattened onto for this pair.
+
+    An opaque copy of a transparent image was flattened onto some colour by the
+    tool that saved it: its border tells which, so both are compared on it.
+    """
+    if a.has_alpha and not b.has_alpha:
+        return b.border
+    if b.has_alpha and not a.has_alpha:
+        return a.border
+    return np.array([255.0, 255.0, 255.0], dtype=np.float32)
+
+
+def _rank(verdict: PairVerdict) -> tuple[int, float]:
+    order = 2 if verdict.accepted else 1 if verdict.stage == "open" else 0
+    return order, verdict.similarity
+
+
+def _compare_grids(
+    grid_a: NDArray[np.float32],
+    grid_b: NDArray[np.float32],
+    a: View,
+    b: View,
+    options: VerifyOptions,
+) -> PairVerdict:
+    background = _pair_background(a, b)
+    rgb_a, rgb_b = _flattened(grid_a, background), _flattened(grid_b, background)
+    similarity = _correlation(rgb_a @ _LUMA, rgb_b @ _LUMA)
+    chroma = float(np.mean(np.abs((rgb_a - rgb_b) @ _CB) + np.abs((rgb_a - rgb_b) @ _CR)))
+    changed = _changed_share(rgb_a, rgb_b)
+    iou = math.nan
+    if a.has_alpha and b.has_alpha:
+        mask_a = grid_a[..., 3] > 127.5
+        mask_b = grid_b[..., 3] > 127.5
+        union = np.count_nonzero(mask_a | mask_b)
+        iou = np.count_nonzero(mask_a & mask_b) / union if union else 1.0
+    graphic = a.graphic or b.graphic
+    if graphic:
+        options = dataclasses.replace(
+            options,
+            min_correlation=max(options.min_correlation, options.graphic_correlation),
+            max_chroma_difference=min(
+                options.max_chroma_difference, options.graphic_chroma_difference
+            ),
+            max_changed=min(options.max_changed, options.graphic_changed)
+            * (options.max_changed / max(VerifyOptions().max_changed, 1e-9)),
+        )
+    verdict = _decide(similarity, chroma, iou, changed, options)
+    if verdict.stage == "open" and graphic:
+        # Local features on a flat or transparent graphic match its outline, which
+        # look-alike sprites and icons share: the pixel check decides those alone.
+        verdict = dataclasses.replace(verdict, stage="pixels", reason="graphic: " + verdict.reason)
+    return dataclasses.replace(verdict, silhouette=iou, changed=changed)
+
+
+def _decide(
+    similarity: float, chroma: float, iou: float, changed: float, options: VerifyOptions
+) -> PairVerdict:
+    if iou < options.min_silhouette:
+        return PairVerdict(
+            False, "pixels", similarity, chroma, reason=f"silhouettes differ (IoU {iou:.2f})"
+        )
+    if chroma > options.max_chroma_difference:
+        return PairVerdict(
+            False, "pixels", similarity, chroma, reason=f"colours differ ({chroma:.1f})"
+        )
+    if similarity >= options.min_correlation and changed <= options.max_changed:
+        return PairVerdict(True, "pixels", similarity, chroma, reason=f"structure {similarity:.2f}")
+    if similarity >= options.geometry_correlation:
+        return PairVerdict(False, "open", similarity, chroma, reason="left to geometry")
+    return PairVerdict(
+        False, "pixels", similarity, chroma, reason=f"structure differs ({similarity:.2f})"
+    )
+
+
+# ------------------------------------------------------------------ the stage
+
+
+@dataclass(frozen=True)
+class VerifiedPairs:
+    """The outcome of verifying every candidate.
+
+    Attributes
+    ----------
+    edges : pandas.DataFrame
+        The accepted pairs, columns :data:`leakaudit.report.EDGE_COLUMNS`.
+    n_candidates, n_rejected, n_unverified : int
+        Candidates, rejected ones, and ones that could not be verified (an
+        image that cannot be decoded again: the hashes alone decided those).
+    stages : list of str
+        The stages that ran.
+    geometry : str
+        The geometric backend that ran, or why it did not.
+    """
+
+    edges: pd.DataFrame
+    n_candidates: int
+    n_rejected: int
+    n_unverified: int
+    stages: list[str]
+    geometry: str
+
+    def parameters(self) -> dict[str, Any]:
+        """Counts for the report's ``parameters["verification"]``."""
+        return {
+            "candidates": self.n_candidates,
+            "verified": len(self.edges),
+            "rejected": self.n_rejected,
+            "unverifiable": self.n_unverified,
+            "geometry": self.geometry,
+        }
+
+
+def _geometry_choice(options: VerifyOptions) -> tuple[bool, str]:
+    try:
+        from leakaudit import geometry
+    except ImportError:  # pragma: no cover - the module ships with the package
+        return False, "unavailable"
+    available = geometry.geometry_available()
+    if options.geometry is False:
+        return False, "off (geometry=False)"
+    if not available:
+        if options.geometry:
+            raise ImportError(
+                "geometry=True needs OpenCV: pip install 'leakaudit-vision[verify]' "
+                "(or any opencv-python >= 4.5)."
+            )
+        return False, "not installed (pip install 'leakaudit-vision[verify]')"
+    return True, geometry.geometry_backend()
+
+
+def _views(
+    sources: Sequence[Any],
+    names: Sequence[str],
+    rows: NDArray[np.int64],
+    decode: DecodeOptions,
+    workers: int,
+) -> dict[int, View | None]:
+    def load(row: int) -> View | None:
+        if sources[row] is None:
+            return None
+        try:
+            return load_view(sources[row], names[row], decode)
+        except (ImageLoadError, OSError, ValueError, MemoryError):
+            return None
+
+    row_list = rows.tolist()
+    if workers <= 1 or len(row_list) < 64:
+        return {row: load(row) for row in row_list}
+    # Pillow decodes and resizes without the GIL: threads share the work.
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(row_list, pool.map(load, row_list, chunksize=16), strict=True))
+
+
+def verify_candidates(
+    pairs: NDArray[np.int64],
+    distance: NDArray[np.int64],
+    sources: Sequence[Any],
+    names: Sequence[str],
+    *,
+    decode: DecodeOptions | None = None,
+    options: VerifyOptions | None = None,
+    workers: int | None = None,
+) -> VerifiedPairs:
+    """Verify candidate pairs of rows; return the accepted ones as edges.
+
+    Parameters
+    ----------
+    pairs : numpy.ndarray of int64, shape (k, 2)
+        Candidate row pairs (from :func:`candidate_pairs`).
+    distance : numpy.ndarray of int64, shape (k,)
+        Their whole-image hash distance (-1 unknown), kept on the edges.
+    sources : sequence
+        The images (paths, bytes or PIL images), one per row.
+    names : sequence of str
+        The names used in messages.
+    decode : DecodeOptions, optional
+        The decoding the hashes used (trim, EXIF, background).
+    options : VerifyOptions, optional
+    workers : int, optional
+        Threads decoding the images again; default the usable cores.
+    """
+    options = options or VerifyOptions()
+    decode = resolve_decode(decode)
+    use_geometry, backend = _geometry_choice(options)
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    n_workers = max(1, int(workers))
+    rows = np.unique(pairs.ravel()) if len(pairs) else np.zeros(0, dtype=np.int64)
+    views = _views(sources, names, rows, decode, n_workers)
+
+    features: dict[tuple[int, int], Any] = {}
+    accepted: list[tuple[int, int, str, int, float, int, float]] = []
+    rejected = unverified = 0
+    ran = {"bytes", "pixels"}
+    for (a, b), d in zip(pairs.tolist(), distance.tolist(), strict=True):
+        view_a, view_b = views.get(a), views.get(b)
+        if view_a is None or view_b is None:
+            # The images cannot be seen again (an in-memory item, a file gone or
+            # unreadable since it was hashed): the hashes alone decide, at the
+            # linking threshold, as without verification.
+            unverified += 1
+            if 0 <= d <= options.link_threshold:
+                ran.add("hash")
+                accepted.append((a, b, "hash", d, math.nan, -1, 1.0 - d / 64.0))
+            else:
+                rejected += 1
+            continue
+        verdict = compare_views(view_a, view_b, options)
+        if verdict.stage == "open" and use_geometry:
+            from leakaudit import geometry
+
+            ran.add("geometry")
+            for key, grey in (((a, 0), view_a.grey), ((b, verdict.turn), view_b.grey)):
+                if key not in features:
+                    turned_grey, _ = turned_view(grey, None, key[1])
+                    features[key] = geometry.extract_features(np.ascontiguousarray(turned_grey))
+            match = geometry.match_features(features[(a, 0)], features[(b, verdict.turn)])
+            verdict = PairVerdict(
+                match.accepted,
+                "geometry",
+                verdict.similarity,
+                verdict.chroma,
+                match.inliers,
+                match.reason,
+            )
+        if verdict.accepted:
+            accepted.append(
+                (a, b, verdict.stage, d, verdict.similarity, verdict.inliers, verdict.strength)
+            )
+        else:
+            rejected += 1
+    edges = pd.DataFrame(accepted, columns=EDGE_COLUMNS)
+    edges = edges.astype({"row_a": np.int64, "row_b": np.int64, "strength": float})
+    edges["distance"] = edges["distance"].where(edges["distance"] >= 0).astype("Int64")
+    edges["inliers"] = edges["inliers"].where(edges["inliers"] >= 0).astype("Int64")
+    edges["similarity"] = edges["similarity"].astype(float)
+    stages: list[str] = [s for s in ("bytes", "pixels", "geometry", "hash") if s in ran]
+    return VerifiedPairs(edges, len(pairs), rejected, unverified, stages, backend)
+
+
+def iter_edge_chunks(edges: pd.DataFrame) -> Iterator[NDArray[np.int64]]:
+    """The accepted pairs as one chunk for :func:`leakaudit.grouping.connected_component_labels`."""
+    if len(edges):
+        yield edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
+
+
+def verified_labels(
+    table: Any,
+    sources: Sequence[Any],
+    names: Sequence[str],
+    *,
+    low_information: NDArray[np.bool_],
+    exact_keys: Sequence[Any] | NDArray[Any],
+    decode: DecodeOptions,
+    options: VerifyOptions,
+    workers: int | None,
+    dihedral: bool,
+) -> tuple[NDArray[np.int64], VerifiedPairs]:
+    """Group labels from verified edges only, and the verification's outcome.
+
+    Candidates come from the table's entries (orientations, crops, rotations)
+    when it has them, else from its whole-image hashes; low-information rows
+    link only to byte-identical low-information rows, as in
+    :func:`leakaudit.grouping.link_labels`.
+    """
+    from leakaudit.grouping import connected_component_labels, exact_key_edges
+
+    n = len(table.valid)
+    valid = np.asarray(table.valid, dtype=bool)
+    low = np.asarray(low_information, dtype=bool) & valid
+    linkable = valid & ~low
+    entries = table.orientations if dihedral else None
+    if entries is not None and len(entries):
+        owner, phash, dhash = entries.owner, entries.phash, entries.dhash
+        kinds = entry_kinds(owner)
+    else:
+        owner = np.arange(n, dtype=np.int64)
+        phash = np.where(valid, table.phash, np.uint64(0)).astype(np.uint64)
+        dhash = np.where(valid, table.dhash, np.uint64(0)).astype(np.uint64)
+        kinds = np.zeros(n, dtype=np.int8)
+    pairs, distance = candidate_pairs(
+        owner, phash, dhash, kinds, linkable, options.candidate_threshold
+    )
+    verified = verify_candidates(
+        pairs, distance, sources, names, decode=decode, options=options, workers=workers
+    )
+    edges = verified.edges
+    chunks: list[NDArray[np.int64]] = list(iter_edge_chunks(edges))
+    if low.any():
+        exact = list(exact_key_edges(exact_keys, low))
+        chunks.extend(exact)
+        if exact:
+            rows = np.concatenate(exact)
+            blank = pd.DataFrame(
+                {
+                    "row_a": np.minimum(rows[:, 0], rows[:, 1]),
+                    "row_b": np.maximum(rows[:, 0], rows[:, 1]),
+                    "stage": "bytes",
+                    "distance": pd.array([pd.NA] * len(rows), dtype="Int64"),
+                    "similarity": np.nan,
+                    "inliers": pd.array([pd.NA] * len(rows), dtype="Int64"),
+                    "strength": 1.0,
+                }
+            )
+            edges = pd.concat([edges, blank], ignore_index=True)
+            verified = VerifiedPairs(
+                edges,
+                verified.n_candidates,
+                verified.n_rejected,
+                verified.n_unverified,
+                verified.stages,
+                verified.geometry,
+            )
+    labels = connected_component_labels(n, iter(chunks))
+    return labels, verified

@@ -1,0 +1,339 @@
+"""The verified cascade: candidate net, pixel verification, only verified edges group."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from imagegen import photo_like
+from PIL import Image, ImageDraw
+
+import leakaudit
+from leakaudit.hashing import N_EXTRA_ENTRIES, entry_kinds, hash_sources
+from leakaudit.loading import DecodeOptions
+from leakaudit.report import EDGE_COLUMNS, TRANSITIVE
+from leakaudit.verify import (
+    VerifyOptions,
+    candidate_pairs,
+    compare_views,
+    load_view,
+    verified_labels,
+)
+
+DECODE = DecodeOptions()
+
+
+def _jpeg(image: Image.Image, quality: int = 85) -> bytes:
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def _verdict(a: bytes | Image.Image, b: bytes | Image.Image):  # type: ignore[no-untyped-def]
+    options = VerifyOptions(geometry=False)
+    return compare_views(load_view(a, "a", DECODE), load_view(b, "b", DECODE), options)
+
+
+def _crop(image: Image.Image, keep: float, fx: float, fy: float) -> Image.Image:
+    w, h = image.size
+    cw, ch = round(w * keep), round(h * keep)
+    x, y = round((w - cw) * fx), round((h - ch) * fy)
+    return image.crop((x, y, x + cw, y + ch))
+
+
+def sprite(body: tuple[int, int, int], pose: int, design: int = 0, size: int = 64) -> Image.Image:
+    """A little character on a transparent canvas: head, body, two arms in a pose."""
+    scale = size / 64
+    image = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+
+    def box(*xy: float) -> list[float]:
+        return [v * scale for v in xy]
+
+    if design == 0:
+        draw.ellipse(box(22, 6, 42, 26), fill=(240, 200, 160, 255), outline=(40, 20, 10, 255))
+    else:
+        draw.rectangle(box(22, 6, 42, 26), fill=(120, 220, 120, 255), outline=(10, 40, 10, 255))
+    draw.rectangle(box(24, 26, 40, 48), fill=(*body, 255), outline=(20, 20, 20, 255))
+    arm = [(-8, 6), (8, -6), (0, 10)][pose % 3]
+    draw.line(box(24, 30, 14, 30 + arm[0]), fill=(20, 20, 20, 255), width=max(1, round(3 * scale)))
+    draw.line(box(40, 30, 50, 30 + arm[1]), fill=(20, 20, 20, 255), width=max(1, round(3 * scale)))
+    legs = 6 if pose % 2 else 0
+    draw.line(box(28, 48, 26 - legs, 60), fill=(20, 20, 60, 255), width=max(1, round(3 * scale)))
+    draw.line(box(36, 48, 38 + legs, 60), fill=(20, 20, 60, 255), width=max(1, round(3 * scale)))
+    return image
+
+
+def folder_icon(colour: tuple[int, int, int], size: int = 48) -> Image.Image:
+    image = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    s = size / 48
+    draw.rectangle([4 * s, 12 * s, 44 * s, 40 * s], fill=(*colour, 255), outline=(30, 30, 30, 255))
+    draw.rectangle([4 * s, 8 * s, 20 * s, 14 * s], fill=(*colour, 255), outline=(30, 30, 30, 255))
+    return image
+
+
+PHOTO = photo_like(3, (320, 240))
+
+
+# ------------------------------------------------------------ the pixel check
+
+
+@pytest.mark.parametrize(
+    ("name", "copy"),
+    [
+        ("re-encode q40", lambda im: _jpeg(im, 40)),
+        ("half size", lambda im: _jpeg(im.resize((160, 120)))),
+        ("mirror", lambda im: _jpeg(im.transpose(Image.Transpose.FLIP_LEFT_RIGHT))),
+        ("rot90", lambda im: _jpeg(im.transpose(Image.Transpose.ROTATE_90))),
+        ("crop 5%", lambda im: _jpeg(_crop(im, 0.95, 1.0, 0.5))),
+        ("crop 15%", lambda im: _jpeg(_crop(im, 0.85, 0.0, 1.0))),
+        ("rotate 5 degrees", lambda im: _jpeg(im.rotate(5, Image.Resampling.BICUBIC))),
+    ],
+)
+def test_pixel_check_accepts_copies_of_a_photo(name: str, copy) -> None:  # type: ignore[no-untyped-def]
+    verdict = _verdict(_jpeg(PHOTO, 92), copy(PHOTO))
+    assert verdict.accepted, (name, verdict)
+    assert verdict.stage == "pixels"
+    assert 0.0 < verdict.strength <= 1.0
+
+
+def test_pixel_check_accepts_a_letterboxed_copy() -> None:
+    canvas = Image.new("RGB", (320, 320), "black")
+    canvas.paste(PHOTO, (0, 40))
+    assert _verdict(_jpeg(PHOTO, 92), _jpeg(canvas)).accepted
+
+
+def test_pixel_check_rejects_an_unrelated_photo() -> None:
+    verdict = _verdict(_jpeg(PHOTO), _jpeg(photo_like(11, (320, 240))))
+    assert not verdict.accepted
+
+
+def test_byte_identical_files_link_at_once() -> None:
+    data = _jpeg(PHOTO)
+    verdict = _verdict(data, data)
+    assert verdict.accepted and verdict.stage == "bytes" and verdict.strength == 1.0
+
+
+def test_recoloured_icon_is_rejected_and_its_copy_accepted() -> None:
+    blue = folder_icon((40, 90, 220), 128)
+    red = folder_icon((220, 60, 40), 128)
+    rejected = _verdict(_png(blue), _png(red))
+    assert not rejected.accepted
+    assert "colours differ" in rejected.reason
+    assert _verdict(_png(blue), _jpeg(blue, 90)).accepted  # flattened onto white, re-encoded
+
+
+def test_different_sprite_in_the_same_pose_is_rejected() -> None:
+    first = sprite((200, 40, 40), pose=1, design=0, size=128)
+    other = sprite((200, 40, 40), pose=1, design=1, size=128)
+    assert not _verdict(_png(first), _png(other)).accepted
+
+
+def test_same_sprite_in_another_pose_is_rejected() -> None:
+    first = sprite((40, 120, 200), pose=0, size=128)
+    posed = sprite((40, 120, 200), pose=1, size=128)
+    assert not _verdict(_png(first), _png(posed)).accepted
+
+
+def test_sprite_copies_are_accepted() -> None:
+    original = sprite((40, 160, 90), pose=2, size=128)
+    for copy in (_jpeg(original, 90), _png(original.resize((64, 64))), _png(original)):
+        assert _verdict(_png(original), copy).accepted
+
+
+def test_unreadable_image_cannot_be_verified(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not an image")
+    with pytest.raises(leakaudit.errors.ImageLoadError, match=r"bad\.jpg"):
+        load_view(str(bad), str(bad), DECODE)
+
+
+def test_verify_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="min_correlation"):
+        VerifyOptions(min_correlation=2.0)
+    with pytest.raises(ValueError, match="candidate_threshold"):
+        VerifyOptions(candidate_threshold=99)
+
+
+# ------------------------------------------------------------- the net
+
+
+def test_crop_entries_follow_the_orientation_entries() -> None:
+    images = [PHOTO, _crop(PHOTO, 0.85, 0.5, 0.5)]
+    table = hash_sources(images, dihedral=True, decode=DecodeOptions(crop_entries=True))
+    assert table.orientations is not None
+    kinds = entry_kinds(table.orientations.owner)
+    per_row = np.bincount(table.orientations.owner)
+    assert (per_row > N_EXTRA_ENTRIES).all()
+    assert set(np.unique(kinds).tolist()) == {0, 1, 2, 3}
+
+
+def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold):  # type: ignore[no-untyped-def]
+    allowed = {(0, 0), (3, 1), (1, 3), (3, 2), (2, 3), (1, 2), (2, 1)}
+    found = set()
+    for i in range(len(owner)):
+        for j in range(i + 1, len(owner)):
+            a, b = int(owner[i]), int(owner[j])
+            if a == b or not (linkable[a] and linkable[b]):
+                continue
+            if (int(kinds[i]), int(kinds[j])) not in allowed:
+                continue
+            if bin(int(phash[i]) ^ int(phash[j])).count("1") > threshold:
+                continue
+            if bin(int(dhash[i]) ^ int(dhash[j])).count("1") > threshold:
+                continue
+            found.add((min(a, b), max(a, b)))
+    return found
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3)), min_size=2, max_size=40),
+    st.integers(0, 2**16),
+    st.integers(0, 12),
+)
+def test_candidate_pairs_are_exactly_the_brute_force_pairs(entries, seed, threshold) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed)
+    owner = np.sort(np.array([o for o, _ in entries], dtype=np.int64))
+    kinds = np.array([k for _, k in entries], dtype=np.int8)
+    # Clumpy hashes: a few centres with a handful of flipped bits each.
+    centres = rng.integers(0, 2**63, size=3, dtype=np.int64).astype(np.uint64)
+
+    def near(n: int) -> np.ndarray:
+        flips = rng.integers(0, 64, size=(n, 4))
+        masks = np.bitwise_or.reduce(np.uint64(1) << flips.astype(np.uint64), axis=1)
+        keep = rng.integers(0, 2, size=n).astype(np.uint64)
+        return centres[rng.integers(0, 3, size=n)] ^ (masks * keep)
+
+    phash, dhash = near(len(owner)), near(len(owner))
+    linkable = rng.random(8) < 0.9
+    pairs, _ = candidate_pairs(owner, phash, dhash, kinds, linkable, threshold)
+    assert {tuple(p) for p in pairs.tolist()} == _brute_force_candidates(
+        owner, phash, dhash, kinds, linkable, threshold
+    )
+
+
+# ------------------------------------------------------- only verified edges group
+
+
+def _planted(tmp_path: Path) -> tuple[list[str], list[str]]:
+    paths, splits = [], []
+    for seed in range(6):
+        image = photo_like(100 + seed, (256, 192))
+        original = tmp_path / f"train_{seed}.jpg"
+        original.write_bytes(_jpeg(image, 92))
+        paths.append(str(original))
+        splits.append("train")
+        copy = tmp_path / f"test_{seed}.jpg"
+        copy.write_bytes(_jpeg(_crop(image, 0.9, 0.3, 0.7), 70) if seed % 2 else _jpeg(image, 60))
+        paths.append(str(copy))
+        splits.append("test")
+    for k, colour in enumerate([(40, 90, 220), (220, 60, 40), (60, 200, 60)]):
+        icon_path = tmp_path / f"icon_{k}.png"
+        icon_path.write_bytes(_png(folder_icon(colour, 128)))
+        paths.append(str(icon_path))
+        splits.append("train" if k == 0 else "test")
+    return paths, splits
+
+
+def test_groups_are_the_components_of_the_verified_edges(tmp_path: Path) -> None:
+    paths, _ = _planted(tmp_path)
+    report = leakaudit.audit_splits({"all": paths}, cache=False, workers=1)
+    assert report.edges is not None
+    assert list(report.edges.columns) == EDGE_COLUMNS
+    labels = report.table["group_id"].to_numpy()
+    # Union-find over the edges alone gives exactly the report's groups.
+    parent = list(range(len(labels)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in report.edges[["row_a", "row_b"]].to_numpy().tolist():
+        parent[find(a)] = find(b)
+    roots = [find(i) for i in range(len(labels))]
+    assert pd.Series(roots).factorize()[0].tolist() == pd.Series(labels).factorize()[0].tolist()
+
+
+def test_verification_rejects_candidates_and_keeps_the_copies(tmp_path: Path) -> None:
+    paths, _ = _planted(tmp_path)
+    table = hash_sources(paths, dihedral=True, decode=DecodeOptions(crop_entries=True), workers=1)
+    labels, verified = verified_labels(
+        table,
+        paths,
+        paths,
+        low_information=table.low_information,
+        exact_keys=[None] * len(paths),
+        decode=DECODE,
+        options=VerifyOptions(geometry=False),
+        workers=1,
+        dihedral=True,
+    )
+    for seed in range(6):  # every planted copy joins its original
+        assert labels[2 * seed] == labels[2 * seed + 1]
+    icons = labels[-3:]
+    assert len(set(icons.tolist())) == 3  # recoloured icons stay apart
+    assert verified.n_candidates >= len(verified.edges)
+
+
+def test_report_orders_groups_by_evidence_and_marks_transitive_ones() -> None:
+    frame = pd.DataFrame(
+        {
+            "path": ["a", "b", "c", "d", "e"],
+            "split": ["train", "train", "test", "train", "test"],
+            "group_id": [0, 0, 0, 1, 1],
+        }
+    )
+    edges = pd.DataFrame(
+        {
+            "row_a": [0, 1, 3],
+            "row_b": [1, 2, 4],
+            "stage": ["pixels", "pixels", "bytes"],
+            "distance": pd.array([2, 9, 0], dtype="Int64"),
+            "similarity": [0.97, 0.9, 1.0],
+            "inliers": pd.array([pd.NA] * 3, dtype="Int64"),
+            "strength": [0.97, 0.9, 1.0],
+        }
+    )
+    report = leakaudit.dhash_audit(frame, edges=edges)
+    assert report.leaked_groups["group_id"].tolist() == [1, 0]
+    assert report.leaked_groups["evidence"].tolist() == ["bytes", "pixels"]
+    only_within = edges.iloc[:1]
+    chained = leakaudit.dhash_audit(frame.iloc[:3], edges=only_within)
+    assert chained.leaked_groups["evidence"].tolist() == [TRANSITIVE]
+    assert "TRANSITIVE ONLY" in chained.to_text()
+
+
+def test_audit_says_which_stages_ran(tmp_path: Path) -> None:
+    paths, _ = _planted(tmp_path)
+    report = leakaudit.audit_splits({"all": paths}, cache=False, workers=1)
+    assert report.parameters["stages"][:3] == ["hash candidates", "bytes", "pixels"]
+    counts = report.parameters["verification"]
+    assert counts["candidates"] >= counts["verified"] > 0
+    plain = leakaudit.audit_splits({"all": paths}, cache=False, workers=1, verify=False)
+    assert "stages" not in plain.parameters and plain.edges is None
+
+
+def test_in_memory_images_fall_back_to_the_threshold_with_auto_and_fail_with_true() -> None:
+    images = [PHOTO, PHOTO.resize((160, 120))]
+    report = leakaudit.audit_sources(images, ["train", "test"], cache=False, workers=1)
+    assert report.n_leaked_images == 2
+    table = hash_sources(images, dihedral=True)
+    with pytest.raises(ValueError, match="needs the images"):
+        leakaudit.audit_hash_table(table, ["train", "test"], dihedral=True, verify=True)
+    unverified = leakaudit.audit_hash_table(table, ["train", "test"], dihedral=True)
+    assert unverified.parameters["verification"]["ran"] is False
