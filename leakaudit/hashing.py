@@ -109,6 +109,7 @@ __all__ = [
     "popcount64",
     "source_name",
     "turned_view",
+    "whole_and_crop_hashes",
     "whole_hashes",
 ]
 
@@ -905,6 +906,15 @@ def whole_hashes(
 ) -> tuple[int, int, NDArray[np.float64]]:
     """pHash, dHash and low-band DCT coefficients of grey pixels (the region ``box``)."""
     return _hashes_from_thumbnails(*_thumbnails(np.ascontiguousarray(pixels), box))
+
+
+def whole_and_crop_hashes(
+    pixels: NDArray[np.uint8], box: Box | None = None
+) -> tuple[int, int, NDArray[np.float64], list[tuple[int, int]]]:
+    """:func:`whole_hashes` and :func:`crop_entry_hashes` (as is) from one thumbnail."""
+    thumb, strip = _thumbnails(np.ascontiguousarray(pixels), box)
+    phash, dhash, ac = _hashes_from_thumbnails(thumb, strip)
+    return phash, dhash, ac, _crop_entries_of_thumbnail(thumb)
 
 
 def turned_view(

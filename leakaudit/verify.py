@@ -47,11 +47,11 @@ from leakaudit.hashing import (
     CROP_BOXES,
     CROP_ROTATIONS,
     N_CROP_ENTRIES,
-    crop_entry_hashes,
     dihedral_orientations,
     entry_kinds,
     popcount64,
     turned_view,
+    whole_and_crop_hashes,
     whole_hashes,
 )
 from leakaudit.loading import DecodeOptions, read_source, resolve_decode, trim_allowed, trim_box
@@ -60,6 +60,7 @@ from leakaudit.search import iter_pairs_within
 
 __all__ = [
     "CANDIDATE_THRESHOLD",
+    "CROP_CANDIDATE_THRESHOLD",
     "GRAPHIC_SIDE",
     "PairVerdict",
     "VerifiedPairs",
@@ -76,6 +77,8 @@ __all__ = [
 #: Candidate threshold of the net: a pair of entries (whole, crop or rotation) is a
 #: candidate when both its pHash and its dHash lie within this many bits.
 CANDIDATE_THRESHOLD = 10
+#: The pHash threshold of pairs involving a crop or rotation entry.
+CROP_CANDIDATE_THRESHOLD = 8
 
 _VIEW_SIDE = 48  # the colour thumbnail kept per image
 #: Images under this many pixels on the shorter side (or with transparency) are
@@ -103,7 +106,12 @@ class VerifyOptions:
     Parameters
     ----------
     candidate_threshold : int, default 10
-        Both hashes of a pair of entries within this many bits make a candidate.
+        Both hashes of a pair of whole-image entries within this many bits make
+        a candidate; also the dHash limit of crop and rotation entries.
+    crop_candidate_threshold : int, default 8
+        The pHash limit of a pair involving a crop or rotation entry: there are
+        30 such entries per image, and the search's cost grows steeply with
+        the threshold (20,000 photos: 3.3 s at 8, 11.3 s at 10).
     link_threshold : int, default 8
         For a pair whose images cannot be decoded again (in-memory items
         without ``images=``, a file gone since it was hashed): both whole-image
@@ -139,6 +147,7 @@ class VerifyOptions:
     """
 
     candidate_threshold: int = CANDIDATE_THRESHOLD
+    crop_candidate_threshold: int = CROP_CANDIDATE_THRESHOLD
     link_threshold: int = 8
     min_correlation: float = 0.80
     max_chroma_difference: float = 12.0
@@ -152,6 +161,7 @@ class VerifyOptions:
 
     def __post_init__(self) -> None:
         check_int("candidate_threshold", self.candidate_threshold, 0, 64)
+        check_int("crop_candidate_threshold", self.crop_candidate_threshold, 0, 64)
         check_int("link_threshold", self.link_threshold, 0, 64)
         for name in ("min_correlation", "geometry_correlation", "min_silhouette"):
             value = getattr(self, name)
@@ -171,6 +181,7 @@ class VerifyOptions:
         """The options as report parameters."""
         return {
             "candidate_threshold": self.candidate_threshold,
+            "crop_candidate_threshold": self.crop_candidate_threshold,
             "min_correlation": self.min_correlation,
             "max_chroma_difference": self.max_chroma_difference,
             "min_silhouette": self.min_silhouette,
@@ -191,15 +202,18 @@ def candidate_pairs(
     kinds: NDArray[np.int8],
     linkable: NDArray[np.bool_],
     threshold: int,
+    crop_threshold: int | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Row pairs with a pair of entries within ``threshold`` on both hashes.
+    """Row pairs with a pair of entries within the thresholds on both hashes.
 
-    Entries pair turned whole images with each other, the image as it is with
-    crops and rotations, and crops with rotations (a rotated copy's crop
-    against the original's rotation); never crop with crop or rotation with
-    rotation (they add false candidates and reach nothing the others miss).
-    Exact: every such pair of entries is found
-    (:func:`leakaudit.search.iter_pairs_within`).
+    Entries pair turned whole images with each other (both hashes within
+    ``threshold``), and the image as it is with crops and rotations, and crops
+    with rotations (a rotated copy's crop against the original's rotation):
+    pHash within ``crop_threshold`` (default ``threshold``) and dHash within
+    ``threshold``. Never crop with crop or rotation with rotation (they add
+    false candidates and reach nothing the others miss). Two searches, whole
+    entries and the others, each exact (:func:`leakaudit.search.iter_pairs_within`):
+    every such pair of entries is found.
 
     Returns
     -------
@@ -209,17 +223,21 @@ def candidate_pairs(
         The smallest ``max(pHash, dHash)`` distance of a whole-with-whole entry
         pair of the two rows; -1 when only crop or rotation entries matched.
     """
-    keep_entries = np.flatnonzero(linkable[owner])
+    crop_threshold = threshold if crop_threshold is None else crop_threshold
+    usable = linkable[owner]
     found: list[NDArray[np.int64]] = []
     dist: list[NDArray[np.int64]] = []
-    allowed = _PAIRS
-    if keep_entries.size >= 2:
-        for chunk in iter_pairs_within(phash[keep_entries], threshold):
-            e = keep_entries[chunk]
+    for entries, search_threshold in (
+        (np.flatnonzero(usable & (kinds == WHOLE)), threshold),
+        (np.flatnonzero(usable & (kinds != WHOLE)), crop_threshold),
+    ):
+        if entries.size < 2:
+            continue
+        for chunk in iter_pairs_within(phash[entries], search_threshold):
+            e = entries[chunk]
             a, b = e[:, 0], e[:, 1]
-            rows_a, rows_b = owner[a], owner[b]
             d = popcount64(dhash[a] ^ dhash[b]).astype(np.int64)
-            keep = (rows_a != rows_b) & (d <= threshold) & allowed[kinds[a], kinds[b]]
+            keep = (owner[a] != owner[b]) & (d <= threshold) & _PAIRS[kinds[a], kinds[b]]
             if not keep.any():
                 continue
             a, b, d = a[keep], b[keep], d[keep]
@@ -289,6 +307,8 @@ class View:
 
 
 def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image:
+    if rgba.getchannel("A").getextrema()[0] == 255:  # opaque: nothing to flatten
+        return rgba.convert("L")
     base = Image.new("RGBA", rgba.size, (*background, 255))
     return Image.alpha_composite(base, rgba).convert("L")
 
@@ -340,11 +360,10 @@ def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> Vi
     box = trim_box(grey) if trim else None
     if box is None:
         box = (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
-    phash, dhash, ac = whole_hashes(grey, box)
+    phash, dhash, ac, crops = whole_and_crop_hashes(grey, box)
     code = dihedral_orientations(ac)[0]
-    turned, turned_box = turned_view(grey, box, code)
-    whole = whole_hashes(turned, turned_box)
-    entries = [(whole[0], whole[1]), (phash, dhash), *crop_entry_hashes(grey, box, 0)]
+    whole = (phash, dhash) if code == 0 else whole_hashes(*turned_view(grey, box, code))[:2]
+    entries = [whole, (phash, dhash), *crops]
     kinds = np.array(
         [WHOLE, AS_IS] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
         dtype=np.int8,
@@ -537,6 +556,26 @@ def _changed_share(rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32]) -> fl
     return float(np.mean(worst > _CHANGED_LEVEL))
 
 
+def _chroma_difference(
+    rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32], *, saturation: bool
+) -> float:
+    """Mean chroma difference (Cb and Cr), after the best saturation gain with ``saturation``.
+
+    A saturation edit of a photo scales its chroma, a recolouring turns it: with
+    ``saturation`` a gain in [0.5, 2] on the first image's chroma is allowed
+    before comparing. Graphics are compared as they are (a palette can differ
+    from another by saturation alone).
+    """
+    chroma_a = np.stack([rgb_a @ _CB, rgb_a @ _CR], axis=1)
+    chroma_b = np.stack([rgb_b @ _CB, rgb_b @ _CR], axis=1)
+    gain = 1.0
+    if saturation:
+        energy = float((chroma_a * chroma_a).sum())
+        if energy > 1.0:
+            gain = min(2.0, max(0.5, float((chroma_a * chroma_b).sum()) / energy))
+    return float(np.abs(chroma_b - gain * chroma_a).sum(axis=1).mean())
+
+
 def _correlation(x: NDArray[np.float32], y: NDArray[np.float32]) -> float:
     x = x - x.mean()
     y = y - y.mean()
@@ -635,7 +674,7 @@ def _compare_grids(
     background = _pair_background(a, b)
     rgb_a, rgb_b = _flattened(grid_a, background), _flattened(grid_b, background)
     similarity = _correlation(rgb_a @ _LUMA, rgb_b @ _LUMA)
-    chroma = float(np.mean(np.abs((rgb_a - rgb_b) @ _CB) + np.abs((rgb_a - rgb_b) @ _CR)))
+    chroma = _chroma_difference(rgb_a, rgb_b, saturation=not (a.graphic or b.graphic))
     changed = _changed_share(rgb_a, rgb_b)
     iou = math.nan
     if a.has_alpha and b.has_alpha:
@@ -889,7 +928,13 @@ def verified_labels(
         dhash = np.where(valid, table.dhash, np.uint64(0)).astype(np.uint64)
         kinds = np.zeros(n, dtype=np.int8)
     pairs, distance = candidate_pairs(
-        owner, phash, dhash, kinds, linkable, options.candidate_threshold
+        owner,
+        phash,
+        dhash,
+        kinds,
+        linkable,
+        options.candidate_threshold,
+        options.crop_candidate_threshold,
     )
     verified = verify_candidates(
         pairs, distance, sources, names, decode=decode, options=options, workers=workers

@@ -180,7 +180,7 @@ def test_crop_entries_follow_the_orientation_entries() -> None:
     assert set(np.unique(kinds).tolist()) == {0, 1, 2, 3}
 
 
-def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold):  # type: ignore[no-untyped-def]
+def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold, crop):  # type: ignore[no-untyped-def]
     allowed = {(0, 0), (3, 1), (1, 3), (3, 2), (2, 3), (1, 2), (2, 1)}
     found = set()
     for i in range(len(owner)):
@@ -190,7 +190,8 @@ def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold):  #
                 continue
             if (int(kinds[i]), int(kinds[j])) not in allowed:
                 continue
-            if bin(int(phash[i]) ^ int(phash[j])).count("1") > threshold:
+            limit = threshold if kinds[i] == 0 and kinds[j] == 0 else crop
+            if bin(int(phash[i]) ^ int(phash[j])).count("1") > limit:
                 continue
             if bin(int(dhash[i]) ^ int(dhash[j])).count("1") > threshold:
                 continue
@@ -203,8 +204,9 @@ def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold):  #
     st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3)), min_size=2, max_size=40),
     st.integers(0, 2**16),
     st.integers(0, 12),
+    st.integers(0, 12),
 )
-def test_candidate_pairs_are_exactly_the_brute_force_pairs(entries, seed, threshold) -> None:  # type: ignore[no-untyped-def]
+def test_candidate_pairs_are_exactly_the_brute_force_pairs(entries, seed, threshold, crop) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(seed)
     owner = np.sort(np.array([o for o, _ in entries], dtype=np.int64))
     kinds = np.array([k for _, k in entries], dtype=np.int8)
@@ -219,9 +221,9 @@ def test_candidate_pairs_are_exactly_the_brute_force_pairs(entries, seed, thresh
 
     phash, dhash = near(len(owner)), near(len(owner))
     linkable = rng.random(8) < 0.9
-    pairs, _ = candidate_pairs(owner, phash, dhash, kinds, linkable, threshold)
+    pairs, _ = candidate_pairs(owner, phash, dhash, kinds, linkable, threshold, crop)
     assert {tuple(p) for p in pairs.tolist()} == _brute_force_candidates(
-        owner, phash, dhash, kinds, linkable, threshold
+        owner, phash, dhash, kinds, linkable, threshold, crop
     )
 
 
