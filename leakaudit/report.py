@@ -232,11 +232,12 @@ class LeakageReport:
                 f"No leakage: none of {self.total_images} images has a near-duplicate "
                 "in another split."
             )
-        if self.parameters:
+        shown = {k: v for k, v in self.parameters.items() if k not in ("stages", "verification")}
+        if shown:
             lines.append(
-                "Parameters: "
-                + ", ".join(printable(f"{k}={v}") for k, v in self.parameters.items())
+                "Parameters: " + ", ".join(printable(f"{k}={v}") for k, v in shown.items())
             )
+        lines.extend(self._verification_lines())
         lines.append("")
         leaked = self.leaked_images_by_split()
         width = max([5, *(len(printable(str(s))) for s in self.images_by_split.index)])
@@ -288,6 +289,26 @@ class LeakageReport:
             lines.append("")
             lines.extend(f"Note: {text}." for text in extras)
         return "\n".join(lines)
+
+    def _verification_lines(self) -> list[str]:
+        """One line on the verified cascade: the stages that ran and what they decided."""
+        stages = self.parameters.get("stages")
+        counts = self.parameters.get("verification")
+        if not isinstance(counts, Mapping):
+            return []
+        if counts.get("ran") is False:
+            return [f"Verification: did not run ({printable(str(counts.get('why', '')))})."]
+        text = (
+            f"Verification: {counts.get('candidates', 0)} candidate pair(s), "
+            f"{counts.get('verified', 0)} verified, {counts.get('rejected', 0)} rejected"
+        )
+        if counts.get("unverifiable"):
+            text += f", {counts['unverifiable']} decided by hashes alone (images not readable)"
+        if isinstance(stages, list):
+            text += "; stages: " + ", ".join(printable(str(stage)) for stage in stages)
+        if counts.get("geometry"):
+            text += f"; geometry: {printable(str(counts['geometry']))}"
+        return [text + "."]
 
     def _embedding_group_ids(self) -> set[Any]:
         """Groups the embedding stage joined (a pair the hash stage had in different groups)."""

@@ -638,11 +638,14 @@ def _whole_verdict(
 ) -> PairVerdict:
     """Two whole grids compared in the turn (of 8) whose luma correlates best."""
     background = _pair_background(a, b)
+    luma_b = (_flattened(grid_b, background) @ _LUMA).reshape(grid_b.shape[:2])
+    # The 8 turns of b's luma, zero-mean and unit-norm, against a's in one product.
+    turns = np.stack([_turned_grid(luma_b[..., None], code)[..., 0].ravel() for code in range(8)])
+    turns = turns - turns.mean(axis=1, keepdims=True)
+    turns /= np.maximum(np.linalg.norm(turns, axis=1, keepdims=True), 1e-6)
     luma_a = _flattened(grid_a, background) @ _LUMA
-    turns = [_turned_grid(grid_b, code) for code in range(8)]
-    scores = [_correlation(luma_a, _flattened(t, background) @ _LUMA) for t in turns]
-    code = int(np.argmax(scores))
-    verdict = _compare_grids(grid_a, turns[code], a, b, options)
+    code = int(np.argmax(turns @ (luma_a - luma_a.mean())))
+    verdict = _compare_grids(grid_a, _turned_grid(grid_b, code), a, b, options)
     return dataclasses.replace(verdict, turn=code)
 
 

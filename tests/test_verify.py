@@ -339,3 +339,53 @@ def test_in_memory_images_fall_back_to_the_threshold_with_auto_and_fail_with_tru
         leakaudit.audit_hash_table(table, ["train", "test"], dihedral=True, verify=True)
     unverified = leakaudit.audit_hash_table(table, ["train", "test"], dihedral=True)
     assert unverified.parameters["verification"]["ran"] is False
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**16), st.integers(2, 40))
+def test_only_the_returned_edges_form_the_groups(seed: int, n: int) -> None:
+    """Whatever verification decides, the labels are the components of its edges."""
+    rng = np.random.default_rng(seed)
+    centres = rng.integers(0, 2**63, size=3, dtype=np.int64).astype(np.uint64)
+    pick = rng.integers(0, 3, size=n)
+    flips = np.uint64(1) << rng.integers(0, 64, size=n).astype(np.uint64)
+    phash = centres[pick] ^ np.where(rng.random(n) < 0.5, flips, np.uint64(0))
+    dhash = centres[(pick + 1) % 3] ^ np.where(rng.random(n) < 0.5, flips, np.uint64(0))
+    table = leakaudit.HashTable(
+        sources=[f"<PIL image #{i}>" for i in range(n)],
+        phash=phash,
+        dhash=dhash,
+        digest=np.zeros(n, dtype=np.uint64),
+        low_information=np.zeros(n, dtype=bool),
+        valid=rng.random(n) < 0.9,
+    )
+    # Half the rows can be decoded (real images), half cannot (hash fallback).
+    sources = [
+        _jpeg(photo_like(int(seed % 7) + int(p), (64, 48))) if i % 2 else None
+        for i, p in enumerate(pick)
+    ]
+    labels, verified = verified_labels(
+        table,
+        sources,
+        [str(i) for i in range(n)],
+        low_information=table.low_information,
+        exact_keys=[None] * n,
+        decode=DECODE,
+        options=VerifyOptions(geometry=False),
+        workers=1,
+        dihedral=False,
+    )
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in verified.edges[["row_a", "row_b"]].to_numpy().tolist():
+        assert table.valid[a] and table.valid[b]
+        parent[find(a)] = find(b)
+    roots = [find(i) for i in range(n)]
+    assert pd.Series(roots).factorize()[0].tolist() == pd.Series(labels).factorize()[0].tolist()
+    assert verified.n_candidates == len(verified.edges) + verified.n_rejected
