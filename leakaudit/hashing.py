@@ -98,6 +98,7 @@ __all__ = [
     "OrientationHashes",
     "UnreadableImageWarning",
     "apply_on_error",
+    "content_box",
     "crop_entry_hashes",
     "dihedral_orientations",
     "entry_kinds",
@@ -739,13 +740,14 @@ def _crop_boxes() -> list[tuple[float, float, float, float]]:
 #: The crop entries' regions, ``(left, top, right, bottom)`` as fractions of the image.
 CROP_BOXES = _crop_boxes()
 #: Entries a row has beyond its orientation entries when ``crop_entries`` is on: its
-#: hashes as it is, the crops (in :data:`CROP_SCALES` order, rows of positions), then
-#: the rotations; all of the image as it is (not turned: a canonical orientation is
-#: decided by the low band, which a crop can tip, and then the crops of the original
-#: and the copy would sit in different orientations).
+#: hashes as it is, its content's (:func:`content_box`), the crops (in
+#: :data:`CROP_SCALES` order, rows of positions), then the rotations; all of the image
+#: as it is (not turned: a canonical orientation is decided by the low band, which a
+#: crop can tip, and then the crops of the original and the copy would sit in
+#: different orientations).
 N_CROP_ENTRIES = len(CROP_BOXES)
 N_ROTATION_ENTRIES = len(CROP_ROTATIONS)
-N_EXTRA_ENTRIES = 1 + N_CROP_ENTRIES + N_ROTATION_ENTRIES
+N_EXTRA_ENTRIES = 2 + N_CROP_ENTRIES + N_ROTATION_ENTRIES
 
 
 def _triangle_matrix(
@@ -911,10 +913,76 @@ def whole_hashes(
 def whole_and_crop_hashes(
     pixels: NDArray[np.uint8], box: Box | None = None
 ) -> tuple[int, int, NDArray[np.float64], list[tuple[int, int]]]:
-    """:func:`whole_hashes` and :func:`crop_entry_hashes` (as is) from one thumbnail."""
-    thumb, strip = _thumbnails(np.ascontiguousarray(pixels), box)
+    """:func:`whole_hashes`, then the content entry and :func:`crop_entry_hashes` (as is)."""
+    pixels = np.ascontiguousarray(pixels)
+    thumb, strip = _thumbnails(pixels, box)
     phash, dhash, ac = _hashes_from_thumbnails(thumb, strip)
-    return phash, dhash, ac, _crop_entries_of_thumbnail(thumb)
+    return (
+        phash,
+        dhash,
+        ac,
+        [_content_entry(pixels, box, (phash, dhash)), *_crop_entries_of_thumbnail(thumb)],
+    )
+
+
+#: A pixel is content when it is this many grey levels from the border's colour;
+#: the border is a background when this share of it lies within that of its median.
+CONTENT_STEP = 24
+_UNIFORM_BORDER = 0.9
+
+
+def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None:
+    """The box of the content inside a uniform background, or None when there is none.
+
+    Looser than the hashes' trim (:func:`leakaudit.loading.trim_box`) and
+    applied to images of any size: it only proposes candidates (the content
+    entry), so a box that differs between an image and its copy costs a
+    candidate, never a false link. It reaches a small sprite or icon padded or
+    letterboxed, which the trim leaves whole.
+
+    Examples
+    --------
+    >>> canvas = np.zeros((40, 60), dtype=np.uint8)
+    >>> canvas[10:30, 20:35] = 200
+    >>> content_box(canvas)
+    (20.0, 10.0, 35.0, 30.0)
+    """
+    height, width = pixels.shape
+    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
+    x0, y0 = int(left), int(top)
+    x1, y1 = max(x0 + 1, math.ceil(right)), max(y0 + 1, math.ceil(bottom))
+    region = pixels[y0:y1, x0:x1].astype(np.int16)
+    if min(region.shape) < 4:
+        return None
+    border = np.concatenate([region[0], region[-1], region[:, 0], region[:, -1]])
+    colour = float(np.median(border))
+    if np.mean(np.abs(border - colour) <= CONTENT_STEP) < _UNIFORM_BORDER:
+        return None
+    mask = np.abs(region - colour) > CONTENT_STEP
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if rows.size == 0:
+        return None
+    found = (
+        float(x0 + cols[0]),
+        float(y0 + rows[0]),
+        float(x0 + cols[-1] + 1),
+        float(y0 + rows[-1] + 1),
+    )
+    kept = (found[2] - found[0]) * (found[3] - found[1])
+    if kept < 0.02 * region.size or kept > 0.94 * region.size:
+        return None
+    return found
+
+
+def _content_entry(
+    pixels: NDArray[np.uint8], box: Box | None, whole: tuple[int, int]
+) -> tuple[int, int]:
+    """The hashes of the content box (:func:`content_box`), or ``whole`` without one."""
+    content = content_box(pixels, box)
+    if content is None:
+        return whole
+    phash, dhash, _ = _hashes_from_thumbnails(*_thumbnails(pixels, content))
+    return phash, dhash
 
 
 def turned_view(
@@ -933,15 +1001,16 @@ def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
     """The kind of each of a table's entries.
 
     0: whole image in a canonical orientation (dihedral matching); 3: the whole
-    image as it is; 1: a crop; 2: a small rotation. A row hashed with
-    ``crop_entries`` ends with its :data:`N_EXTRA_ENTRIES` entries, in that
-    order: as-is, crops, rotations (it then has more than 8 entries); the ones
-    before are its orientations.
+    image as it is; 4: its content (:func:`content_box`); 1: a crop; 2: a small
+    rotation. A row hashed with ``crop_entries`` ends with its
+    :data:`N_EXTRA_ENTRIES` entries, in that order: as-is, content, crops,
+    rotations (it then has more than 8 entries); the ones before are its
+    orientations.
 
     Examples
     --------
     >>> owner = np.repeat(np.array([0, 1]), [1, 1 + N_EXTRA_ENTRIES])
-    >>> np.bincount(entry_kinds(owner)).tolist() == [2, N_CROP_ENTRIES, N_ROTATION_ENTRIES, 1]
+    >>> np.bincount(entry_kinds(owner)).tolist() == [2, N_CROP_ENTRIES, N_ROTATION_ENTRIES, 1, 1]
     True
     """
     owner = np.asarray(owner, dtype=np.int64)
@@ -954,7 +1023,8 @@ def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
     from_end = stop - np.arange(len(owner))
     extra = np.repeat(counts > _MAX_ORIENTATIONS, counts)
     kinds[extra & (from_end == N_EXTRA_ENTRIES - 1)] = 3
-    kinds[extra & (from_end < N_EXTRA_ENTRIES - 1)] = 1
+    kinds[extra & (from_end == N_EXTRA_ENTRIES - 2)] = 4
+    kinds[extra & (from_end < N_EXTRA_ENTRIES - 2)] = 1
     kinds[extra & (from_end < N_ROTATION_ENTRIES)] = 2
     return kinds
 
@@ -977,7 +1047,11 @@ def _hash_reduced(
         return phash, dhash, low_information, []
     entries = _dihedral_entries(pixels, box, identity)
     if crop_entries:
-        entries += [(phash, dhash), *_crop_entries_of_thumbnail(thumb)]
+        entries += [
+            (phash, dhash),
+            _content_entry(pixels, box, (phash, dhash)),
+            *_crop_entries_of_thumbnail(thumb),
+        ]
     return phash, dhash, low_information, entries
 
 

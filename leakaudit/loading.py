@@ -222,10 +222,11 @@ class DecodeOptions:
         more hashing time (``benchmarks/RESULTS.md``, "Borders and crops").
     crop_entries : bool, default False
         With dihedral matching (``hash_sources(..., dihedral=True)``), also
-        index each image's hashes of a few crops (95% of each side at 9
-        positions, 85% at 16) and of small rotations (+-3 and +-6 degrees,
-        centre crops): the candidate net that reaches cropped and slightly rotated
-        copies, which no whole-image hash does. These entries only *propose*
+        index each image's hashes as it is, of its content inside a uniform
+        background, of a few crops (95% of each side at 9 positions, 85% at
+        16) and of small rotations (+-3 and +-6 degrees, centre crops): the
+        candidate net that reaches padded, cropped and slightly rotated copies,
+        which no whole-image hash does. These entries only *propose*
         candidate pairs; :mod:`leakaudit.verify` decides each one (the audits
         turn this on when ``verify`` is). Well under a decode per image: fixed
         matrices on the 32 x 32 pHash thumbnail, not Pillow's exact resampling.

@@ -47,6 +47,7 @@ from leakaudit.hashing import (
     CROP_BOXES,
     CROP_ROTATIONS,
     N_CROP_ENTRIES,
+    content_box,
     dihedral_orientations,
     entry_kinds,
     popcount64,
@@ -90,12 +91,21 @@ _GEOMETRY_SIDE = 160  # the grey image kept for local features
 _DECODE_SIDE = 96  # decode reduced (JPEG draft) to about this on the short side
 
 # Entry kinds, as hashing.entry_kinds numbers them.
-WHOLE, CROP, ROTATION, AS_IS = 0, 1, 2, 3
+WHOLE, CROP, ROTATION, AS_IS, CONTENT = 0, 1, 2, 3, 4
 # Which kinds of entries pair up: turned whole images with each other; the image as it
 # is with crops and rotations; crops with rotations (a rotated copy's crop against the
-# original's rotation). Never crop with crop or rotation with rotation.
-_PAIRS = np.zeros((4, 4), dtype=bool)
-for _x, _y in ((WHOLE, WHOLE), (AS_IS, CROP), (AS_IS, ROTATION), (CROP, ROTATION)):
+# original's rotation); the content inside a uniform background with another's content
+# or whole image (a padded or letterboxed graphic). Never crop with crop or rotation
+# with rotation.
+_PAIRS = np.zeros((5, 5), dtype=bool)
+for _x, _y in (
+    (WHOLE, WHOLE),
+    (AS_IS, CROP),
+    (AS_IS, ROTATION),
+    (CROP, ROTATION),
+    (CONTENT, CONTENT),
+    (CONTENT, AS_IS),
+):
     _PAIRS[_x, _y] = _PAIRS[_y, _x] = True
 
 
@@ -360,14 +370,15 @@ def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> Vi
     box = trim_box(grey) if trim else None
     if box is None:
         box = (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
-    phash, dhash, ac, crops = whole_and_crop_hashes(grey, box)
+    phash, dhash, ac, extra = whole_and_crop_hashes(grey, box)
     code = dihedral_orientations(ac)[0]
     whole = (phash, dhash) if code == 0 else whole_hashes(*turned_view(grey, box, code))[:2]
-    entries = [whole, (phash, dhash), *crops]
+    entries = [whole, (phash, dhash), *extra]
     kinds = np.array(
-        [WHOLE, AS_IS] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
+        [WHOLE, AS_IS, CONTENT] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
         dtype=np.int8,
     )
+    content = content_box(grey, box)
     region = rgba.crop(tuple(round(v) for v in box))  # type: ignore[arg-type]
     has_alpha = bool(np.asarray(region.getchannel("A")).min() < 250)
     small = region.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
@@ -375,7 +386,13 @@ def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> Vi
     geometry_grey = _flatten(region, options.background)
     if max(geometry_grey.size) > _GEOMETRY_SIDE:
         geometry_grey.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
+    regions: dict[tuple[int, int], NDArray[np.float32]] = {}
+    if content is not None:
+        regions[(CONTENT, 0)] = np.asarray(
+            rgba.resize((_GRID, _GRID), Image.Resampling.BOX, box=content), dtype=np.float32
+        )
     return View(
+        regions=regions,
         rgba=small,
         grey=np.asarray(geometry_grey, dtype=np.uint8),
         entries=np.array(entries, dtype=np.uint64),
@@ -449,6 +466,8 @@ def _region(view: View, kind: int, index: int) -> NDArray[np.float32]:
     found = view.regions.get(key)
     if found is not None:
         return found
+    if kind == CONTENT:  # no content box: the content entry is the whole image's
+        return view.grid
     side = float(_VIEW_SIDE)
     image = view.rgba
     if kind == CROP:
@@ -478,12 +497,17 @@ def _alignments(a: View, b: View, extra: int = 3) -> list[tuple[int, int, int, i
     hash_distance = np.maximum(popcount64(pa.ravel()), popcount64(da.ravel())).reshape(shape)
     allowed = _PAIRS[a.kinds[:, None], b.kinds[None, :]] & (a.kinds[:, None] != WHOLE)
     as_is = (a.kinds[:, None] == AS_IS) | (b.kinds[None, :] == AS_IS)
+    content = (a.kinds[:, None] == CONTENT) | (b.kinds[None, :] == CONTENT)
     found: list[tuple[int, int, int, int]] = []
     # A whole image against the other's crops or rotations first (a crop, a small
-    # rotation), then crop against rotation (a rotated copy with its corners cut):
-    # ranked together, spurious crop-rotation pairs of a smooth image crowd out the
-    # one alignment that matters.
-    for ok, count in ((allowed & as_is, extra), (allowed & ~as_is, 2)):
+    # rotation), then the contents inside backgrounds (padding), then crop against
+    # rotation (a rotated copy with its corners cut): ranked together, spurious
+    # crop-rotation pairs of a smooth image crowd out the one alignment that matters.
+    for ok, count in (
+        (allowed & as_is & ~content, extra),
+        (allowed & content, 1),
+        (allowed & ~as_is & ~content, 2),
+    ):
         distance: NDArray[np.int64] = np.where(ok, hash_distance.astype(np.int64), 1000).ravel()
         for flat in np.argsort(distance, kind="stable")[:count].tolist():
             if distance[flat] >= 1000:
