@@ -291,6 +291,9 @@ class View:
         Some pixel is not fully opaque.
     grid : numpy.ndarray of float32, shape (24, 24, 4)
         The whole view on the comparison grid.
+    regions : dict
+        ``{(CONTENT, 0): grid}``: the content inside a uniform background on the
+        comparison grid, when there is such a background.
     full_grid : numpy.ndarray of float32 or None
         The untrimmed image on the comparison grid, when the trim cut
         something (None otherwise): the trim of a small graphic and of its
@@ -480,7 +483,8 @@ def _region(view: View, kind: int, index: int) -> NDArray[np.float32]:
     grid = np.asarray(
         image.resize((_GRID, _GRID), Image.Resampling.BILINEAR, box=box), dtype=np.float32
     )
-    view.regions[key] = grid
+    # Not kept: a view of an image with many candidates would grow by 9 KB per
+    # region (30 of them), and resampling a 48 x 48 view again is cheap.
     return grid
 
 
