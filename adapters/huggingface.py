@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -518,6 +519,10 @@ def _audit(
         extra_columns={"index": np.asarray(index, dtype=np.int64)},
         verify=verify,
         decode=options,
+        # Rows stored as files on disk are decoded again; embedded bytes are not kept
+        # (their pairs are decided by their hashes alone): a stored path may be just
+        # the original file's name.
+        images=[name if os.path.isabs(name) and os.path.isfile(name) else None for name in names],
     )
     return report
 

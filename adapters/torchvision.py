@@ -376,6 +376,9 @@ class _Hashed:
     index: list[int]
     label: list[Any]
     names: list[str]
+    #: What verification decodes again: the file of each row, None for generic rows
+    #: (their pairs are decided by their hashes alone).
+    verifiable: list[str | None]
 
 
 def _hash_resolved(
@@ -493,7 +496,12 @@ def _hash_resolved(
             name_of=lambda i: f"{split[i]}[{index[i]}] {names[i]}",
             stacklevel=3,
         )
-    return _Hashed(table=table, split=split, index=index, label=labels, names=names)
+    verifiable: list[str | None] = [None] * total
+    for row, path in zip(path_rows, paths, strict=True):
+        verifiable[row] = path
+    return _Hashed(
+        table=table, split=split, index=index, label=labels, names=names, verifiable=verifiable
+    )
 
 
 def _report_from(
@@ -519,6 +527,7 @@ def _report_from(
         },
         verify=verify,
         decode=options,
+        images=hashed.verifiable,
     )
     return report
 

@@ -392,6 +392,41 @@ def _digest_codes(table: pd.DataFrame) -> NDArray[np.int64]:
     return result
 
 
+class _PairKeys:
+    """Unordered row pairs as sorted integer keys ``low * scale + high``, for lookups."""
+
+    def __init__(self, keys: NDArray[np.int64], scale: int) -> None:
+        self.keys = keys  # ascending, unique
+        self.scale = scale
+
+    @classmethod
+    def empty(cls) -> _PairKeys:
+        return cls(np.zeros(0, dtype=np.int64), 0)
+
+    def positions(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The place in ``keys`` of each pair ``(a[k], b[k])``; -1 where it is not there."""
+        result = np.full(len(a), -1, dtype=np.int64)
+        if not len(self.keys) or not len(a):
+            return result
+        low, high = np.minimum(a, b), np.maximum(a, b)
+        inside = np.flatnonzero(high < self.scale)
+        keys = low[inside] * self.scale + high[inside]
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = self.keys[at] == keys
+        result[inside[found]] = at[found]
+        return result
+
+    def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The pairs with both rows among ``rows`` (ascending), as positions in ``rows``."""
+        if not len(self.keys):
+            return np.zeros((0, 2), dtype=np.int64)
+        low, high = self.keys // self.scale, self.keys % self.scale
+        inside = np.isin(low, rows) & np.isin(high, rows)
+        return np.stack(
+            [np.searchsorted(rows, low[inside]), np.searchsorted(rows, high[inside])], axis=1
+        ).astype(np.int64)
+
+
 class _Similarities:
     """Cosines of the pairs the embedding stage linked, looked up by row pair.
 
@@ -400,8 +435,7 @@ class _Similarities:
     """
 
     def __init__(self, report: LeakageReport) -> None:
-        self.scale = 0
-        self.keys = np.zeros(0, dtype=np.int64)
+        self.pairs = _PairKeys.empty()
         self.values = np.zeros(0, dtype=np.float64)
         pairs = getattr(report, "embedding_pairs", None)
         if pairs is None or len(pairs) == 0:
@@ -409,34 +443,23 @@ class _Similarities:
         row_a = pairs["row_a"].to_numpy(dtype=np.int64)
         row_b = pairs["row_b"].to_numpy(dtype=np.int64)
         low, high = np.minimum(row_a, row_b), np.maximum(row_a, row_b)
-        self.scale = int(high.max()) + 1
-        keys = low * self.scale + high
+        scale = int(high.max()) + 1
+        keys = low * scale + high
         # np.unique gives each key's first place in the reversed list: its last in the stage's.
-        self.keys, last = np.unique(keys[::-1], return_index=True)
+        unique, last = np.unique(keys[::-1], return_index=True)
+        self.pairs = _PairKeys(unique, scale)
         self.values = pairs["similarity"].to_numpy(dtype=np.float64)[::-1][last]
 
     def lookup(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
         """The similarity of each pair ``(a[k], b[k])``; NaN where the stage did not link it."""
+        at = self.pairs.positions(a, b)
         result = np.full(len(a), np.nan, dtype=np.float64)
-        if not len(self.keys) or not len(a):
-            return result
-        low, high = np.minimum(a, b), np.maximum(a, b)
-        inside = np.flatnonzero(high < self.scale)
-        keys = low[inside] * self.scale + high[inside]
-        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        found = self.keys[at] == keys
-        result[inside[found]] = self.values[at[found]]
+        result[at >= 0] = self.values[at[at >= 0]]
         return result
 
     def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
         """The linked pairs with both rows among ``rows`` (ascending), as positions in ``rows``."""
-        if not len(self.keys):
-            return np.zeros((0, 2), dtype=np.int64)
-        low, high = self.keys // self.scale, self.keys % self.scale
-        inside = np.isin(low, rows) & np.isin(high, rows)
-        return np.stack(
-            [np.searchsorted(rows, low[inside]), np.searchsorted(rows, high[inside])], axis=1
-        ).astype(np.int64)
+        return self.pairs.within(rows)
 
 
 class _EdgeIndex:
@@ -448,8 +471,7 @@ class _EdgeIndex:
 
     def __init__(self, edges: pd.DataFrame | None) -> None:
         self.present = edges is not None
-        self.scale = 0
-        self.keys = np.zeros(0, dtype=np.int64)
+        self.pairs = _PairKeys.empty()
         self.index = np.zeros(0, dtype=np.int64)
         n = 0 if edges is None else len(edges)
         self.row_a = np.zeros(n, dtype=np.int64)
@@ -471,34 +493,23 @@ class _EdgeIndex:
         self.inliers = _numbers(edges["inliers"])
         self.inliers[self.inliers < 0] = np.nan
         self.strength = np.nan_to_num(_numbers(edges["strength"]), nan=0.0)
-        self.scale = int(self.row_b.max()) + 1
-        keys = self.row_a * self.scale + self.row_b
+        scale = int(self.row_b.max()) + 1
+        keys = self.row_a * scale + self.row_b
         order = np.lexsort((-self.strength, keys))  # by key, the strongest first
         first = np.r_[True, keys[order][1:] != keys[order][:-1]]
-        self.keys, self.index = keys[order][first], order[first]
+        self.pairs = _PairKeys(keys[order][first], scale)
+        self.index = order[first]
 
     def lookup(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
         """The edge of each pair ``(a[k], b[k])`` (a position in ``edges``); -1 where none."""
+        at = self.pairs.positions(a, b)
         result = np.full(len(a), -1, dtype=np.int64)
-        if not len(self.keys) or not len(a):
-            return result
-        low, high = np.minimum(a, b), np.maximum(a, b)
-        inside = np.flatnonzero(high < self.scale)
-        keys = low[inside] * self.scale + high[inside]
-        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        found = self.keys[at] == keys
-        result[inside[found]] = self.index[at[found]]
+        result[at >= 0] = self.index[at[at >= 0]]
         return result
 
     def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
         """The edges with both rows among ``rows`` (ascending), as positions in ``rows``."""
-        if not len(self.keys):
-            return np.zeros((0, 2), dtype=np.int64)
-        low, high = self.keys // self.scale, self.keys % self.scale
-        inside = np.isin(low, rows) & np.isin(high, rows)
-        return np.stack(
-            [np.searchsorted(rows, low[inside]), np.searchsorted(rows, high[inside])], axis=1
-        ).astype(np.int64)
+        return self.pairs.within(rows)
 
     def columns(self, found: NDArray[np.int64]) -> dict[str, Any]:
         """:data:`PAIR_EVIDENCE_COLUMNS` of the pairs whose edges are ``found`` (-1: none)."""

@@ -99,7 +99,6 @@ __all__ = [
     "UnreadableImageWarning",
     "apply_on_error",
     "content_box",
-    "crop_entry_hashes",
     "dihedral_orientations",
     "entry_kinds",
     "hamming_distance",
@@ -874,12 +873,6 @@ _ROTATION_INDICES = np.stack([indices for indices, _ in _ROTATION_GATHERS])
 _ROTATION_WEIGHTS = np.stack([weights for _, weights in _ROTATION_GATHERS])
 
 
-def _crop_entries(pixels: NDArray[np.uint8], box: Box | None, code: int) -> list[tuple[int, int]]:
-    """``(phash, dhash)`` of the crops and small rotations of the image turned by ``code``."""
-    thumb, _ = _thumbnails(*_oriented(pixels, box, code))
-    return _crop_entries_of_thumbnail(thumb)
-
-
 def _crop_entries_of_thumbnail(thumb: NDArray[np.float64]) -> list[tuple[int, int]]:
     """The crop and rotation entries from the image's 32 x 32 pHash thumbnail.
 
@@ -896,13 +889,6 @@ def _crop_entries_of_thumbnail(thumb: NDArray[np.float64]) -> list[tuple[int, in
     return entries + _entries_from_bases(rotated, _ROTATION_MATRICES)
 
 
-def crop_entry_hashes(
-    pixels: NDArray[np.uint8], box: Box | None, code: int
-) -> list[tuple[int, int]]:
-    """The :data:`N_EXTRA_ENTRIES` crop and rotation entries of grey pixels turned by ``code``."""
-    return _crop_entries(pixels, box, code)
-
-
 def whole_hashes(
     pixels: NDArray[np.uint8], box: Box | None = None
 ) -> tuple[int, int, NDArray[np.float64]]:
@@ -913,7 +899,7 @@ def whole_hashes(
 def whole_and_crop_hashes(
     pixels: NDArray[np.uint8], box: Box | None = None
 ) -> tuple[int, int, NDArray[np.float64], list[tuple[int, int]]]:
-    """:func:`whole_hashes`, then the content entry and :func:`crop_entry_hashes` (as is)."""
+    """:func:`whole_hashes`, then the content, crop and rotation entries (as is)."""
     pixels = np.ascontiguousarray(pixels)
     thumb, strip = _thumbnails(pixels, box)
     phash, dhash, ac = _hashes_from_thumbnails(thumb, strip)

@@ -31,6 +31,7 @@ import hashlib
 import io
 import math
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from PIL import Image, ImageOps
 
+from leakaudit._text import first_few, printable
 from leakaudit._validation import check_bool, check_int
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
@@ -64,6 +66,7 @@ __all__ = [
     "CROP_CANDIDATE_THRESHOLD",
     "GRAPHIC_SIDE",
     "PairVerdict",
+    "UnverifiableImageWarning",
     "VerifiedPairs",
     "VerifyOptions",
     "View",
@@ -644,12 +647,11 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
                 best = verdict
                 if best.accepted:
                     return best
-    # A region resampled from the 48 x 48 view is blurrier than the whole view:
-    # twice the changed share is allowed there.
-    cropped = dataclasses.replace(options, max_changed=2 * options.max_changed)
     for kind_a, index_a, kind_b, index_b in _alignments(a, b):
         grid_a, grid_b = _region(a, kind_a, index_a), _region(b, kind_b, index_b)
-        verdict = _compare_grids(grid_a, grid_b, a, b, cropped)
+        # A region resampled from the 48 x 48 view is blurrier than the whole view:
+        # twice the changed share is allowed there.
+        verdict = _compare_grids(grid_a, grid_b, a, b, options, changed_factor=2.0)
         if _rank(verdict) > _rank(best):
             best = verdict
             if best.accepted:
@@ -701,11 +703,14 @@ def _compare_grids(
     a: View,
     b: View,
     options: VerifyOptions,
+    *,
+    changed_factor: float = 1.0,
 ) -> PairVerdict:
     background = _pair_background(a, b)
     rgb_a, rgb_b = _flattened(grid_a, background), _flattened(grid_b, background)
     similarity = _correlation(rgb_a @ _LUMA, rgb_b @ _LUMA)
-    chroma = _chroma_difference(rgb_a, rgb_b, saturation=not (a.graphic or b.graphic))
+    graphic = a.graphic or b.graphic
+    chroma = _chroma_difference(rgb_a, rgb_b, saturation=not graphic)
     changed = _changed_share(rgb_a, rgb_b)
     iou = math.nan
     if a.has_alpha and b.has_alpha:
@@ -713,43 +718,61 @@ def _compare_grids(
         mask_b = grid_b[..., 3] > 127.5
         union = np.count_nonzero(mask_a | mask_b)
         iou = np.count_nonzero(mask_a & mask_b) / union if union else 1.0
-    graphic = a.graphic or b.graphic
-    if graphic:
-        options = dataclasses.replace(
-            options,
-            min_correlation=max(options.min_correlation, options.graphic_correlation),
-            max_chroma_difference=min(
-                options.max_chroma_difference, options.graphic_chroma_difference
-            ),
-            max_changed=min(options.max_changed, options.graphic_changed)
-            * (options.max_changed / max(VerifyOptions().max_changed, 1e-9)),
-        )
-    verdict = _decide(similarity, chroma, iou, changed, options)
-    if verdict.stage == "open" and graphic:
+    accepted, stage, reason = _decide(
+        similarity, chroma, iou, changed, _Limits.of(options, graphic, changed_factor)
+    )
+    if stage == "open" and graphic:
         # Local features on a flat or transparent graphic match its outline, which
         # look-alike sprites and icons share: the pixel check decides those alone.
-        verdict = dataclasses.replace(verdict, stage="pixels", reason="graphic: " + verdict.reason)
-    return dataclasses.replace(verdict, silhouette=iou, changed=changed)
+        stage, reason = "pixels", "graphic: " + reason
+    return PairVerdict(
+        accepted, stage, similarity, chroma, reason=reason, silhouette=iou, changed=changed
+    )
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """The pixel check's limits for one pair: graphics take the stricter ones."""
+
+    min_correlation: float
+    max_chroma_difference: float
+    max_changed: float
+    min_silhouette: float
+    geometry_correlation: float
+
+    @classmethod
+    def of(cls, options: VerifyOptions, graphic: bool, changed_factor: float) -> _Limits:
+        correlation, chroma, changed = (
+            options.min_correlation,
+            options.max_chroma_difference,
+            options.max_changed,
+        )
+        if graphic:
+            correlation = max(correlation, options.graphic_correlation)
+            chroma = min(chroma, options.graphic_chroma_difference)
+            changed = min(changed, options.graphic_changed)
+        return cls(
+            correlation,
+            chroma,
+            changed * changed_factor,
+            options.min_silhouette,
+            options.geometry_correlation,
+        )
 
 
 def _decide(
-    similarity: float, chroma: float, iou: float, changed: float, options: VerifyOptions
-) -> PairVerdict:
-    if iou < options.min_silhouette:
-        return PairVerdict(
-            False, "pixels", similarity, chroma, reason=f"silhouettes differ (IoU {iou:.2f})"
-        )
-    if chroma > options.max_chroma_difference:
-        return PairVerdict(
-            False, "pixels", similarity, chroma, reason=f"colours differ ({chroma:.1f})"
-        )
-    if similarity >= options.min_correlation and changed <= options.max_changed:
-        return PairVerdict(True, "pixels", similarity, chroma, reason=f"structure {similarity:.2f}")
-    if similarity >= options.geometry_correlation:
-        return PairVerdict(False, "open", similarity, chroma, reason="left to geometry")
-    return PairVerdict(
-        False, "pixels", similarity, chroma, reason=f"structure differs ({similarity:.2f})"
-    )
+    similarity: float, chroma: float, iou: float, changed: float, limits: _Limits
+) -> tuple[bool, str, str]:
+    """``(accepted, stage, reason)``: stage ``"open"`` leaves the pair to geometry."""
+    if iou < limits.min_silhouette:
+        return False, "pixels", f"silhouettes differ (IoU {iou:.2f})"
+    if chroma > limits.max_chroma_difference:
+        return False, "pixels", f"colours differ ({chroma:.1f})"
+    if similarity >= limits.min_correlation and changed <= limits.max_changed:
+        return True, "pixels", f"structure {similarity:.2f}"
+    if similarity >= limits.geometry_correlation:
+        return False, "open", "left to geometry"
+    return False, "pixels", f"structure differs ({similarity:.2f})"
 
 
 # ------------------------------------------------------------------ the stage
@@ -808,6 +831,10 @@ def _geometry_choice(options: VerifyOptions) -> tuple[bool, str]:
     return True, geometry.geometry_backend()
 
 
+class UnverifiableImageWarning(UserWarning):
+    """Images that could not be decoded again: their pairs were decided by hashes alone."""
+
+
 def _views(
     sources: Sequence[Any],
     names: Sequence[str],
@@ -815,20 +842,41 @@ def _views(
     decode: DecodeOptions,
     workers: int,
 ) -> dict[int, View | None]:
+    """Each row's view; None where there is no source or it cannot be decoded again.
+
+    Rows whose source cannot be decoded (gone, changed or unreadable since it
+    was hashed) are named in one :class:`UnverifiableImageWarning`.
+    """
+    failures: dict[int, str] = {}
+
     def load(row: int) -> View | None:
         if sources[row] is None:
             return None
         try:
             return load_view(sources[row], names[row], decode)
-        except (ImageLoadError, OSError, ValueError, MemoryError):
-            return None
+        except ImageLoadError as exc:
+            failures[row] = exc.reason
+        except (OSError, ValueError, MemoryError) as exc:
+            failures[row] = str(exc) or type(exc).__name__
+        return None
 
     row_list = rows.tolist()
     if workers <= 1 or len(row_list) < 64:
-        return {row: load(row) for row in row_list}
-    # Pillow decodes and resizes without the GIL: threads share the work.
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip(row_list, pool.map(load, row_list, chunksize=16), strict=True))
+        views = {row: load(row) for row in row_list}
+    else:
+        # Pillow decodes and resizes without the GIL: threads share the work.
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            views = dict(zip(row_list, pool.map(load, row_list, chunksize=16), strict=True))
+    if failures:
+        named = (f"{printable(names[row])} ({reason})" for row, reason in sorted(failures.items()))
+        warnings.warn(
+            f"{len(failures)} image(s) could not be decoded again for verification; their "
+            "candidate pairs were decided by their hashes alone (stage 'hash' in "
+            f"report.edges): {first_few(named, len(failures))}.",
+            UnverifiableImageWarning,
+            stacklevel=4,
+        )
+    return views
 
 
 def verify_candidates(

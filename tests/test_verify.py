@@ -389,3 +389,19 @@ def test_only_the_returned_edges_form_the_groups(seed: int, n: int) -> None:
     roots = [find(i) for i in range(n)]
     assert pd.Series(roots).factorize()[0].tolist() == pd.Series(labels).factorize()[0].tolist()
     assert verified.n_candidates == len(verified.edges) + verified.n_rejected
+
+
+def test_an_image_gone_before_verification_is_named_and_decided_by_its_hashes(
+    tmp_path: Path,
+) -> None:
+    from leakaudit.verify import UnverifiableImageWarning, verify_candidates
+
+    first, second = tmp_path / "a.jpg", tmp_path / "gone.jpg"
+    first.write_bytes(_jpeg(PHOTO, 92))
+    second.write_bytes(_jpeg(PHOTO, 60))
+    paths = [str(first), str(second)]
+    second.unlink()
+    with pytest.warns(UnverifiableImageWarning, match=r"gone\.jpg"):
+        verified = verify_candidates(np.array([[0, 1]]), np.array([2]), paths, paths, workers=1)
+    assert verified.edges["stage"].tolist() == ["hash"]
+    assert verified.n_unverified == 1
