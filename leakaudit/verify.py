@@ -66,6 +66,7 @@ __all__ = [
     "CROP_CANDIDATE_THRESHOLD",
     "GRAPHIC_SIDE",
     "PairVerdict",
+    "TableEntries",
     "UnverifiableImageWarning",
     "VerifiedPairs",
     "VerifyOptions",
@@ -283,7 +284,8 @@ class View:
     rgba : PIL.Image.Image
         The trimmed image as it is (upright), RGBA, 48 x 48.
     grey : numpy.ndarray of uint8
-        The trimmed grey image, longer side <= 160.
+        The trimmed grey image, longer side <= 160, for local features (photos
+        only: empty for a graphic).
     entries : numpy.ndarray of uint64, shape (k, 2)
         Its whole, crop and rotation entries, as the hashes index them.
     kinds : numpy.ndarray of int8
@@ -329,8 +331,28 @@ def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image
     return Image.alpha_composite(base, rgba).convert("L")
 
 
-def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> View:
+def load_view(
+    source: Any,
+    name: str,
+    decode: DecodeOptions | None = None,
+    *,
+    entries: tuple[NDArray[np.uint64], NDArray[np.int8]] | None = None,
+) -> View:
     """Decode one image for verification (colour, alpha, trimmed, canonical orientation).
+
+    Parameters
+    ----------
+    source : path, bytes or PIL image
+    name : str
+        The name used in messages.
+    decode : DecodeOptions, optional
+        The decoding the hashes used.
+    entries : tuple, optional
+        ``(hashes, kinds)``: the row's entries as the hash table holds them
+        (``hashes`` shape (k, 2), pHash and dHash; ``kinds`` as
+        :func:`leakaudit.hashing.entry_kinds`), crop and rotation entries
+        included. They are used as they are instead of being hashed again, so
+        the check aligns on exactly the entries that proposed the pair.
 
     Raises
     ------
@@ -376,22 +398,23 @@ def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> Vi
     box = trim_box(grey) if trim else None
     if box is None:
         box = (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
-    phash, dhash, ac, extra = whole_and_crop_hashes(grey, box)
-    code = dihedral_orientations(ac)[0]
-    whole = (phash, dhash) if code == 0 else whole_hashes(*turned_view(grey, box, code))[:2]
-    entries = [whole, (phash, dhash), *extra]
-    kinds = np.array(
-        [WHOLE, AS_IS, CONTENT] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
-        dtype=np.int8,
-    )
+    if entries is not None and np.any(entries[1] == CROP):
+        entry_hashes, kinds = np.asarray(entries[0], dtype=np.uint64), entries[1]
+    else:
+        entry_hashes, kinds = _entries_of(grey, box)
     content = content_box(grey, box)
     region = rgba.crop(tuple(round(v) for v in box))  # type: ignore[arg-type]
     has_alpha = bool(np.asarray(region.getchannel("A")).min() < 250)
+    graphic = has_alpha or min(original_size) < GRAPHIC_SIDE
     small = region.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
     grid = np.asarray(small.resize((_GRID, _GRID), Image.Resampling.BILINEAR), dtype=np.float32)
-    geometry_grey = _flatten(region, options.background)
-    if max(geometry_grey.size) > _GEOMETRY_SIDE:
-        geometry_grey.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
+    # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
+    geometry_grey = np.zeros((0, 0), dtype=np.uint8)
+    if not graphic:
+        grey_image = _flatten(region, options.background)
+        if max(grey_image.size) > _GEOMETRY_SIDE:
+            grey_image.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
+        geometry_grey = np.asarray(grey_image, dtype=np.uint8)
     regions: dict[tuple[int, int], NDArray[np.float32]] = {}
     if content is not None:
         regions[(CONTENT, 0)] = np.asarray(
@@ -400,13 +423,13 @@ def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> Vi
     return View(
         regions=regions,
         rgba=small,
-        grey=np.asarray(geometry_grey, dtype=np.uint8),
-        entries=np.array(entries, dtype=np.uint64),
+        grey=geometry_grey,
+        entries=entry_hashes,
         kinds=kinds,
         digest=digest,
         has_alpha=has_alpha,
         grid=grid,
-        graphic=has_alpha or min(original_size) < GRAPHIC_SIDE,
+        graphic=graphic,
         border=_border_colour(np.asarray(rgba, dtype=np.float32)),
         full_grid=(
             None
@@ -414,6 +437,21 @@ def load_view(source: Any, name: str, decode: DecodeOptions | None = None) -> Vi
             else np.asarray(rgba.resize((_GRID, _GRID), Image.Resampling.BOX), dtype=np.float32)
         ),
     )
+
+
+def _entries_of(
+    grey: NDArray[np.uint8], box: tuple[float, float, float, float]
+) -> tuple[NDArray[np.uint64], NDArray[np.int8]]:
+    """A view's entries hashed from its grey image: canonical whole, as is, content,
+    crops, rotations (for images given without the table's entries)."""
+    phash, dhash, ac, extra = whole_and_crop_hashes(grey, box)
+    code = dihedral_orientations(ac)[0]
+    whole = (phash, dhash) if code == 0 else whole_hashes(*turned_view(grey, box, code))[:2]
+    kinds = np.array(
+        [WHOLE, AS_IS, CONTENT] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
+        dtype=np.int8,
+    )
+    return np.array([whole, (phash, dhash), *extra], dtype=np.uint64), kinds
 
 
 # -------------------------------------------------------------------- the check
@@ -668,14 +706,19 @@ def _whole_verdict(
 ) -> PairVerdict:
     """Two whole grids compared in the turn (of 8) whose luma correlates best."""
     background = _pair_background(a, b)
-    luma_b = (_flattened(grid_b, background) @ _LUMA).reshape(grid_b.shape[:2])
+    rgb_b = _flattened(grid_b, background)
+    luma_b = (rgb_b @ _LUMA).reshape(grid_b.shape[:2])
     # The 8 turns of b's luma, zero-mean and unit-norm, against a's in one product.
     turns = np.stack([_turned_grid(luma_b[..., None], code)[..., 0].ravel() for code in range(8)])
     turns = turns - turns.mean(axis=1, keepdims=True)
     turns /= np.maximum(np.linalg.norm(turns, axis=1, keepdims=True), 1e-6)
-    luma_a = _flattened(grid_a, background) @ _LUMA
+    rgb_a = _flattened(grid_a, background)
+    luma_a = rgb_a @ _LUMA
     code = int(np.argmax(turns @ (luma_a - luma_a.mean())))
-    verdict = _compare_grids(grid_a, _turned_grid(grid_b, code), a, b, options)
+    turned_rgb_b = _turned_grid(rgb_b.reshape(*grid_b.shape[:2], 3), code).reshape(-1, 3)
+    verdict = _compare_grids(
+        grid_a, _turned_grid(grid_b, code), a, b, options, rgb=(rgb_a, turned_rgb_b)
+    )
     return dataclasses.replace(verdict, turn=code)
 
 
@@ -705,11 +748,21 @@ def _compare_grids(
     options: VerifyOptions,
     *,
     changed_factor: float = 1.0,
+    rgb: tuple[NDArray[np.float32], NDArray[np.float32]] | None = None,
 ) -> PairVerdict:
-    background = _pair_background(a, b)
-    rgb_a, rgb_b = _flattened(grid_a, background), _flattened(grid_b, background)
+    """The pixel check of two aligned grids (``rgb``: the same grids already flattened)."""
+    if rgb is None:
+        background = _pair_background(a, b)
+        rgb = _flattened(grid_a, background), _flattened(grid_b, background)
+    rgb_a, rgb_b = rgb
     similarity = _correlation(rgb_a @ _LUMA, rgb_b @ _LUMA)
     graphic = a.graphic or b.graphic
+    limits = _Limits.of(options, graphic, changed_factor)
+    if similarity < min(limits.geometry_correlation, limits.min_correlation):
+        # Rejected whatever the colours and silhouettes say: spare their cost.
+        return PairVerdict(
+            False, "pixels", similarity, math.nan, reason=f"structure differs ({similarity:.2f})"
+        )
     chroma = _chroma_difference(rgb_a, rgb_b, saturation=not graphic)
     changed = _changed_share(rgb_a, rgb_b)
     iou = math.nan
@@ -718,9 +771,7 @@ def _compare_grids(
         mask_b = grid_b[..., 3] > 127.5
         union = np.count_nonzero(mask_a | mask_b)
         iou = np.count_nonzero(mask_a & mask_b) / union if union else 1.0
-    accepted, stage, reason = _decide(
-        similarity, chroma, iou, changed, _Limits.of(options, graphic, changed_factor)
-    )
+    accepted, stage, reason = _decide(similarity, chroma, iou, changed, limits)
     if stage == "open" and graphic:
         # Local features on a flat or transparent graphic match its outline, which
         # look-alike sprites and icons share: the pixel check decides those alone.
@@ -841,6 +892,7 @@ def _views(
     rows: NDArray[np.int64],
     decode: DecodeOptions,
     workers: int,
+    entries: TableEntries | None = None,
 ) -> dict[int, View | None]:
     """Each row's view; None where there is no source or it cannot be decoded again.
 
@@ -853,7 +905,12 @@ def _views(
         if sources[row] is None:
             return None
         try:
-            return load_view(sources[row], names[row], decode)
+            return load_view(
+                sources[row],
+                names[row],
+                decode,
+                entries=None if entries is None else entries.of(row),
+            )
         except ImageLoadError as exc:
             failures[row] = exc.reason
         except (OSError, ValueError, MemoryError) as exc:
@@ -879,6 +936,31 @@ def _views(
     return views
 
 
+@dataclass(frozen=True)
+class TableEntries:
+    """A hash table's entries, by row: what proposed each candidate pair.
+
+    Attributes
+    ----------
+    owner : numpy.ndarray of int64
+        The row of each entry, ascending (a row's entries are contiguous).
+    phash, dhash : numpy.ndarray of uint64
+    kinds : numpy.ndarray of int8
+        As :func:`leakaudit.hashing.entry_kinds`.
+    """
+
+    owner: NDArray[np.int64]
+    phash: NDArray[np.uint64]
+    dhash: NDArray[np.uint64]
+    kinds: NDArray[np.int8]
+
+    def of(self, row: int) -> tuple[NDArray[np.uint64], NDArray[np.int8]]:
+        """``(hashes, kinds)`` of one row's entries (hashes shape (k, 2))."""
+        start, stop = np.searchsorted(self.owner, [row, row + 1])
+        hashes = np.stack([self.phash[start:stop], self.dhash[start:stop]], axis=1)
+        return hashes, self.kinds[start:stop]
+
+
 def verify_candidates(
     pairs: NDArray[np.int64],
     distance: NDArray[np.int64],
@@ -888,6 +970,7 @@ def verify_candidates(
     decode: DecodeOptions | None = None,
     options: VerifyOptions | None = None,
     workers: int | None = None,
+    entries: TableEntries | None = None,
 ) -> VerifiedPairs:
     """Verify candidate pairs of rows; return the accepted ones as edges.
 
@@ -906,6 +989,8 @@ def verify_candidates(
     options : VerifyOptions, optional
     workers : int, optional
         Threads decoding the images again; default the usable cores.
+    entries : TableEntries, optional
+        The hash table's entries: used instead of hashing each image again.
     """
     options = options or VerifyOptions()
     decode = resolve_decode(decode)
@@ -914,7 +999,7 @@ def verify_candidates(
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     n_workers = max(1, int(workers))
     rows = np.unique(pairs.ravel()) if len(pairs) else np.zeros(0, dtype=np.int64)
-    views = _views(sources, names, rows, decode, n_workers)
+    views = _views(sources, names, rows, decode, n_workers, entries)
 
     features: dict[tuple[int, int], Any] = {}
     accepted: list[tuple[int, int, str, int, float, int, float]] = []
@@ -1016,7 +1101,18 @@ def verified_labels(
         options.crop_candidate_threshold,
     )
     verified = verify_candidates(
-        pairs, distance, sources, names, decode=decode, options=options, workers=workers
+        pairs,
+        distance,
+        sources,
+        names,
+        decode=decode,
+        options=options,
+        workers=workers,
+        entries=(
+            TableEntries(owner, phash, dhash, kinds)
+            if np.any(kinds == CROP) and bool(np.all(np.diff(owner) >= 0))
+            else None
+        ),
     )
     edges = verified.edges
     chunks: list[NDArray[np.int64]] = list(iter_edge_chunks(edges))

@@ -18,6 +18,7 @@ from leakaudit.hashing import N_EXTRA_ENTRIES, entry_kinds, hash_sources
 from leakaudit.loading import DecodeOptions
 from leakaudit.report import EDGE_COLUMNS, TRANSITIVE
 from leakaudit.verify import (
+    TableEntries,
     VerifyOptions,
     candidate_pairs,
     compare_views,
@@ -178,6 +179,40 @@ def test_crop_entries_follow_the_orientation_entries() -> None:
     per_row = np.bincount(table.orientations.owner)
     assert (per_row > N_EXTRA_ENTRIES).all()
     assert set(np.unique(kinds).tolist()) == {0, 1, 2, 3, 4}
+
+
+def test_views_take_the_tables_entries_as_they_are() -> None:
+    """A view given the table's entries aligns on exactly them, and its extra kinds
+    match what a view hashes afresh (as is, content, crops, rotations, in order)."""
+    images = [PHOTO, _crop(PHOTO, 0.85, 0.5, 0.5)]
+    decode = DecodeOptions(crop_entries=True)
+    table = hash_sources(images, dihedral=True, decode=decode)
+    assert table.orientations is not None
+    entries = TableEntries(
+        table.orientations.owner,
+        table.orientations.phash,
+        table.orientations.dhash,
+        entry_kinds(table.orientations.owner),
+    )
+    for row, image in enumerate(images):
+        hashes, kinds = entries.of(row)
+        given = load_view(image, "x", decode, entries=(hashes, kinds))
+        fresh = load_view(image, "x", decode)
+        assert np.array_equal(given.entries, hashes) and np.array_equal(given.kinds, kinds)
+        extra = kinds != 0
+        assert np.array_equal(kinds[extra], fresh.kinds[fresh.kinds != 0])
+        # Entry by entry the same parts of the image (a view decodes on its own
+        # path, so the bits may differ a little; the order must not).
+        bits = [
+            bin(int(x) ^ int(y)).count("1")
+            for x, y in zip(hashes[extra, 0], fresh.entries[fresh.kinds != 0, 0], strict=True)
+        ]
+        assert max(bits) <= 6
+    assert compare_views(
+        load_view(images[0], "a", decode, entries=entries.of(0)),
+        load_view(images[1], "b", decode, entries=entries.of(1)),
+        VerifyOptions(geometry=False),
+    ).accepted
 
 
 def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold, crop):  # type: ignore[no-untyped-def]
