@@ -8,6 +8,7 @@ or input error, 3 internal error (a bug), 130 interrupted, 143 terminated (SIGTE
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
 import os
@@ -107,8 +108,8 @@ def _threshold_spec(rules: list[tuple[str | None, int]] | None) -> int | dict[st
     return named
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("audit options")
+def _add_matching(group: Any) -> None:
+    """``--hash`` and ``--threshold``: how hashes are compared (every auditing command)."""
     group.add_argument(
         "--hash",
         dest="method",
@@ -128,6 +129,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--threshold 'screenshots/*=2'); a pair links within the smaller of its two images' "
         "thresholds",
     )
+
+
+def _add_common(parser: argparse.ArgumentParser, *, hashes_out: bool = False) -> None:
+    group = parser.add_argument_group("audit options")
+    _add_matching(group)
     group.add_argument(
         "--dihedral",
         action=argparse.BooleanOptionalAction,
@@ -172,7 +178,21 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="folder of the hash cache (default: $LEAKAUDIT_CACHE_DIR, else the user cache "
         "folder, e.g. ~/.cache/leakaudit)",
     )
+    _add_outputs(parser, hashes_out=hashes_out)
+
+
+def _add_outputs(parser: argparse.ArgumentParser, *, hashes_out: bool = False) -> None:
     outputs = parser.add_argument_group("outputs")
+    if hashes_out:
+        outputs.add_argument(
+            "--hashes-out",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="also write the run's hashes to DIR as Parquet hash shards, which `leakaudit "
+            "group DIR` groups again without decoding (DIR must be new or hold no .parquet "
+            "file; needs pyarrow: pip install 'leakaudit-vision[parquet]')",
+        )
     outputs.add_argument(
         "--csv",
         type=Path,
@@ -230,13 +250,45 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="also treat sub-folder NAME as a split (repeatable)",
     )
-    _add_common(scan)
+    _add_common(scan, hashes_out=True)
 
     compare = sub.add_parser("compare", help="check TEST_DIR (and more) against TRAIN_DIR")
     compare.add_argument(
         "dirs", type=Path, nargs="+", metavar="DIR", help="TRAIN_DIR TEST_DIR [MORE_DIRS]"
     )
-    _add_common(compare)
+    _add_common(compare, hashes_out=True)
+
+    group = sub.add_parser(
+        "group",
+        help="audit a folder of Parquet hash shards (from --hashes-out, Ray, Spark, Dask, ...)",
+        description="Group the hashes in SHARDS_DIR (every *.parquet file below it, in sorted "
+        "order; schema in leakaudit.shards: id, split, phash, dhash, error, optionally path) "
+        "and audit the groups against their splits, without decoding any image. Candidate "
+        "pairs are verified when the shards' 'path' column names files that exist here; "
+        "otherwise the hashes alone decide (the report says so). Needs pyarrow: "
+        "pip install 'leakaudit-vision[parquet]'.",
+    )
+    group.add_argument("shards", type=Path, metavar="SHARDS_DIR")
+    matching = group.add_argument_group("audit options")
+    _add_matching(matching)
+    matching.add_argument(
+        "--dihedral",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="match mirrored, flipped and rotated copies through the shards' orientation "
+        "entries (default: when the shards have them)",
+    )
+    matching.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="verify candidate pairs by decoding the images again, where the shards' paths "
+        "exist (default: on)",
+    )
+    matching.add_argument(
+        "--workers", type=int, default=None, help="threads for verification (default: all cores)"
+    )
+    _add_outputs(group)
 
     clean = sub.add_parser(
         "clean",
@@ -358,13 +410,22 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
     try:
         for option, path in _output_files(args):
             check_output_path(path, option=option, protected=protected)
-        for option in ("show", "cache_dir"):
+        for option in ("show", "cache_dir", "hashes_out"):
             folder: Path | None = getattr(args, option, None)
             if folder is not None:
                 name = "--" + option.replace("_", "-")
                 check_output_path(folder, option=name, protected=protected, is_folder=True)
     except OutputPathError as error:
         raise UsageError(str(error)) from None
+    hashes_out: Path | None = getattr(args, "hashes_out", None)
+    if hashes_out is not None:
+        from leakaudit.shards import check_new_shard_folder, require_pyarrow
+
+        try:
+            require_pyarrow()
+            check_new_shard_folder(hashes_out, option="--hashes-out")
+        except (ImportError, OSError) as error:
+            raise UsageError(str(error)) from None
 
 
 def _progress(args: argparse.Namespace) -> bool | None:
@@ -378,25 +439,90 @@ def _run_audit(
     from leakaudit.loading import DecodeOptions
 
     cache: bool | Path = False if args.no_cache else (args.cache_dir or True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        report = audit_splits(
-            splits,
-            method=args.method,
-            threshold=_threshold_spec(args.threshold),
-            workers=args.workers,
-            progress=_progress(args),
-            decode=DecodeOptions(
-                exif_transpose=not args.raw_orientation, trim_borders=args.trim_borders
-            ),
-            cache=cache,
-            dihedral=args.dihedral,
-            root=root,
-            verify="auto" if args.verify else False,
-        )
+    hashes_out: Path | None = getattr(args, "hashes_out", None)
+    decode = DecodeOptions(exif_transpose=not args.raw_orientation, trim_borders=args.trim_borders)
+    written: list[Path] = []
+    with contextlib.ExitStack() as stack:
+        if hashes_out is not None and cache is False:
+            # The shards need the run's whole hashes (the crop and rotation entries too), which
+            # the report does not keep: a cache private to this run hands them over, so no
+            # image is decoded twice. The user's cache is neither read nor written.
+            cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="leakaudit-")))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            report = audit_splits(
+                splits,
+                method=args.method,
+                threshold=_threshold_spec(args.threshold),
+                workers=args.workers,
+                progress=_progress(args),
+                decode=decode,
+                cache=cache,
+                dihedral=args.dihedral,
+                root=root,
+                verify="auto" if args.verify else False,
+            )
+            if hashes_out is not None:
+                written = _write_hash_shards(report, args, hashes_out, cache=cache, decode=decode)
     for warning in caught:
         log.warning("%s", warning.message)
+    if hashes_out is not None:
+        log.info("wrote %d hash shard file(s) to %s", len(written), hashes_out)
     return report
+
+
+def _write_hash_shards(
+    report: LeakageReport,
+    args: argparse.Namespace,
+    folder: Path,
+    *,
+    cache: bool | Path,
+    decode: Any,
+) -> list[Path]:
+    """Write the audit's hashes as shards (``--hashes-out``), in the report's row order.
+
+    The hashes come from the hash cache the audit has just filled (no image is
+    decoded again); ids are the paths as listed, ``path`` their absolute form,
+    so ``leakaudit group`` can verify candidates from anywhere on this machine.
+    """
+    from leakaudit.audit import hashing_options
+    from leakaudit.cache import hash_sources_cached
+    from leakaudit.frames import hash_values_from_frame
+    from leakaudit.shards import hashing_metadata, write_hash_shards
+
+    table = report.table
+    assert table is not None  # audit_splits always returns its table
+    paths = [str(path) for path in table["path"].tolist()]
+    options = hashing_options(
+        decode, dihedral=args.dihedral, verify="auto" if args.verify else False
+    )
+    hashed = hash_sources_cached(
+        paths,
+        cache=cache,
+        decode=options,
+        workers=args.workers,
+        progress=_progress(args),
+        on_error="ignore",
+        dihedral=args.dihedral,
+    )
+    audited, _ = hash_values_from_frame(table, "phash")
+    changed = int(np.count_nonzero(audited != hashed.phash))
+    if changed:
+        log.warning(
+            "%d image(s) changed while the audit ran: their hash shards hold the new hashes",
+            changed,
+        )
+    # The report's digests: those of blank images and of byte-copy candidates.
+    digests = hash_values_from_frame(table, "digest")
+    return write_hash_shards(
+        hashed,
+        folder,
+        ids=paths,
+        split=table["split"].tolist(),
+        paths=[os.path.abspath(path) for path in paths],
+        digests=digests,
+        hashing=hashing_metadata(options, dihedral=args.dihedral),
+    )
 
 
 def _write_outputs(
@@ -563,6 +689,36 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             + (f" {chained} of them only through other images (transitive)." if chained else "")
         )
     _write_outputs(report, args, reference=reference)
+    return _exit_code(report, args)
+
+
+def _cmd_group(args: argparse.Namespace) -> int:
+    from leakaudit.shards import audit_hash_shards, require_pyarrow
+
+    folder: Path = args.shards
+    if not folder.exists():
+        raise UsageError(f"folder not found: {folder}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be at least 1; got {args.workers}")
+    try:
+        require_pyarrow()
+    except ImportError as error:
+        raise UsageError(str(error)) from None
+    _check_outputs(args, [folder])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = audit_hash_shards(
+            folder,
+            method=args.method,
+            threshold=_threshold_spec(args.threshold),
+            dihedral=args.dihedral,
+            verify="auto" if args.verify else False,
+            workers=args.workers,
+        )
+    for warning in caught:
+        log.warning("%s", warning.message)
+    print(report.to_text())
+    _write_outputs(report, args)
     return _exit_code(report, args)
 
 
@@ -788,6 +944,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands: dict[str, Any] = {
         "scan": _cmd_scan,
         "compare": _cmd_compare,
+        "group": _cmd_group,
         "demo": _cmd_demo,
         "clean": _cmd_clean,
         "calibrate": _cmd_calibrate,

@@ -1,0 +1,532 @@
+"""Parquet hash shards: the schema, its validation, and grouping them like every other audit."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import imagegen
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from leakaudit.audit import audit_hash_table, audit_sources, hashing_options  # noqa: E402
+from leakaudit.errors import ImageLoadError  # noqa: E402
+from leakaudit.export import write_csv_tables, write_json  # noqa: E402
+from leakaudit.hashing import UnreadableImageWarning, hash_sources  # noqa: E402
+from leakaudit.shards import (  # noqa: E402
+    SHARD_COLUMNS,
+    HashShards,
+    audit_hash_shards,
+    check_new_shard_folder,
+    hash_shard_table,
+    hashing_metadata,
+    read_hash_shards,
+    require_pyarrow,
+    shard_files,
+    write_hash_shards,
+)
+
+OPTIONS = hashing_options(None, dihedral=True, verify="auto")
+
+
+def _encode(image: Image.Image, fmt: str = "JPEG", **params: Any) -> bytes:
+    return imagegen.encode(image.convert("RGB") if fmt == "JPEG" else image, fmt, **params)
+
+
+def build_dataset(root: Path, n: int = 30) -> tuple[list[str], list[str]]:
+    """Image files in train/val/test with planted cross-split copies and broken files."""
+    paths: list[str] = []
+    splits: list[str] = []
+
+    def add(split: str, name: str, data: bytes) -> None:
+        path = root / split / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        paths.append(str(path))
+        splits.append(split)
+
+    originals = [_encode(imagegen.photo_like(i, (160, 120)), quality=92) for i in range(n)]
+    for i, data in enumerate(originals):
+        add("train", f"img_{i:04d}.jpg", data)
+    photo = imagegen.photo_like
+    add("test", "reencoded.jpg", _encode(photo(0, (160, 120)), quality=40))
+    add("test", "resized.png", _encode(photo(1, (160, 120)).resize((120, 90)), "PNG"))
+    add("test", "bytecopy.jpg", originals[2])
+    add(
+        "val",
+        "flipped.jpg",
+        _encode(photo(3, (160, 120)).transpose(Image.Transpose.FLIP_LEFT_RIGHT)),
+    )
+    add("train", "copy_within.jpg", originals[4])
+    blank = _encode(Image.new("RGB", (80, 60), (250, 250, 250)), "PNG")
+    add("val", "blank.png", blank)
+    add("test", "blank_copy.png", blank)
+    add("test", "truncated.jpg", imagegen.truncated(originals[5], 0.3))
+    add("val", "not_an_image.jpg", b"hello, not an image")
+    return paths, splits
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
+    return build_dataset(tmp_path_factory.mktemp("shard-data"))
+
+
+@pytest.fixture(scope="module")
+def hashed(dataset: tuple[list[str], list[str]]) -> Any:
+    paths, _ = dataset
+    return hash_sources(paths, decode=OPTIONS, dihedral=True, workers=1, on_error="ignore")
+
+
+@pytest.fixture(scope="module")
+def plain(dataset: tuple[list[str], list[str]]) -> Any:
+    paths, splits = dataset
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreadableImageWarning)
+        return audit_sources(paths, splits, workers=1, cache=False)
+
+
+@pytest.fixture(scope="module")
+def shard_folder(
+    tmp_path_factory: pytest.TempPathFactory, dataset: tuple[list[str], list[str]], hashed: Any
+) -> Path:
+    paths, splits = dataset
+    folder = tmp_path_factory.mktemp("shards") / "hashes"
+    write_hash_shards(
+        hashed,
+        folder,
+        ids=paths,
+        split=splits,
+        paths=paths,
+        hashing=hashing_metadata(OPTIONS, dihedral=True),
+        rows_per_shard=11,
+    )
+    return folder
+
+
+def _quiet_audit(source: Any, **options: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreadableImageWarning)
+        return audit_hash_shards(source, **options)
+
+
+def assert_same_report(left: Any, right: Any, *, ignore: tuple[str, ...] = ()) -> None:
+    """Two reports agree on every table and figure (``id`` and ``ignore`` columns aside)."""
+    a, b = left.table, right.table
+    drop = ["id", *ignore]
+    pd.testing.assert_frame_equal(
+        a.drop(columns=[c for c in drop if c in a.columns]),
+        b.drop(columns=[c for c in drop if c in b.columns]),
+    )
+    pd.testing.assert_frame_equal(left.leaked_groups, right.leaked_groups)
+    for name in ("n_leaked_images", "total_images", "n_within_split_groups", "n_unreadable"):
+        assert getattr(left, name) == getattr(right, name), name
+    pd.testing.assert_series_equal(left.images_by_split, right.images_by_split)
+    pd.testing.assert_series_equal(left.leaked_by_split, right.leaked_by_split)
+    if left.edges is None or right.edges is None:
+        assert left.edges is None and right.edges is None
+    else:
+        pd.testing.assert_frame_equal(left.edges, right.edges)
+
+
+def test_round_trip_keeps_every_hash(shard_folder: Path, hashed: Any, dataset: Any) -> None:
+    paths, splits = dataset
+    files = shard_files(shard_folder)
+    assert [f.name for f in files] == [f"part-{i:05d}.parquet" for i in range(4)]
+    shards = read_hash_shards(shard_folder)
+    table = shards.hash_table()
+    assert shards.phash.dtype == np.uint64 and shards.dhash.dtype == np.uint64
+    assert shards.ids.tolist() == paths and shards.split.tolist() == splits
+    for name in ("phash", "dhash", "digest", "low_information", "valid"):
+        np.testing.assert_array_equal(getattr(table, name), getattr(hashed, name), err_msg=name)
+    assert table.errors == hashed.errors
+    for name in ("owner", "phash", "dhash"):
+        np.testing.assert_array_equal(
+            getattr(table.orientations, name),
+            getattr(hashed.orientations, name),
+        )
+    assert shards.hashing == hashing_metadata(OPTIONS, dihedral=True)
+    assert shards.file_rows.tolist() == [11, 11, 11, 6]
+    assert shards.file_of(12) == str(files[1])
+
+
+def test_schema_written(shard_folder: Path) -> None:
+    schema = pq.read_schema(shard_files(shard_folder)[0])
+    assert schema.names[:5] == list(SHARD_COLUMNS)
+    assert schema.field("phash").type == pa.uint64()
+    assert schema.field("phash_hex").type == pa.string()
+    assert schema.field("orientation_phash").type == pa.list_(pa.uint64())
+    table = pq.read_table(shard_files(shard_folder)[0])
+    phash = table.column("phash").to_pylist()
+    texts = table.column("phash_hex").to_pylist()
+    assert [f"{v:016x}" if v is not None else None for v in phash] == texts
+    record = json.loads(schema.metadata[b"leakaudit"])
+    assert record["format"] == "leakaudit-hash-shards" and record["hashing"]["dihedral"] is True
+
+
+def test_grouping_shards_equals_the_direct_audit(shard_folder: Path, plain: Any) -> None:
+    report = _quiet_audit(shard_folder)
+    assert_same_report(plain, report)
+    params = dict(report.parameters)
+    assert params.pop("hash_shards") == 4
+    assert params == plain.parameters
+    assert report.table.columns[2] == "id"
+    assert report.n_leaked_images > 0 and report.n_unreadable == 2
+    # the byte copy is told from re-encodes, as in the direct audit
+    digest = report.table.set_index("path")["digest"]
+    assert digest.filter(like="bytecopy").notna().all()
+
+
+def test_shard_count_does_not_change_the_report(
+    tmp_path: Path, hashed: Any, dataset: Any, shard_folder: Path
+) -> None:
+    paths, splits = dataset
+    one = tmp_path / "one"
+    write_hash_shards(hashed, one, ids=paths, split=splits, paths=paths)
+    assert len(shard_files(one)) == 1
+    assert_same_report(_quiet_audit(one), _quiet_audit(shard_folder))
+
+
+def test_without_paths_groups_by_hashes_alone(tmp_path: Path, hashed: Any, dataset: Any) -> None:
+    paths, splits = dataset
+    folder = tmp_path / "no-paths"
+    write_hash_shards(hashed, folder, ids=[f"row{i}" for i in range(len(paths))], split=splits)
+    report = _quiet_audit(folder)
+    verification = report.parameters["verification"]
+    assert verification["ran"] is False and "grouped by the hashes alone" in verification["why"]
+    assert report.parameters["stages"] == ["hash threshold"]
+    assert "Verification: did not run" in report.to_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreadableImageWarning)
+        bare = audit_hash_table(hashed, splits, dihedral=True, verify=False)
+    np.testing.assert_array_equal(report.table["group_id"], bare.table["group_id"])
+    with pytest.raises(ValueError, match="verify needs the images"):
+        _quiet_audit(folder, verify=True)
+    with pytest.raises(ValueError, match="verify must be 'auto', True, False"):
+        _quiet_audit(folder, verify="yes")
+    # another method: the core's own reason is kept
+    by_phash = _quiet_audit(folder, method="phash")
+    assert "'phash' links by its threshold" in by_phash.parameters["verification"]["why"]
+
+
+def test_paths_that_do_not_exist_here_are_not_read(
+    tmp_path: Path, hashed: Any, dataset: Any
+) -> None:
+    paths, splits = dataset
+    folder = tmp_path / "elsewhere"
+    moved = [f"/nonexistent/{Path(p).name}" for p in paths]
+    write_hash_shards(hashed, folder, ids=paths, split=splits, paths=moved)
+    report = _quiet_audit(folder)
+    assert report.parameters["verification"]["ran"] is False
+    assert report.table["path"].tolist() == moved
+
+
+def test_unreadable_rows_are_recorded_and_named(shard_folder: Path) -> None:
+    with pytest.warns(UnreadableImageWarning, match=r"truncated\.jpg") as caught:
+        report = audit_hash_shards(shard_folder)
+    assert "not_an_image.jpg" in str(caught[0].message)
+    errors = report.table.set_index("path")["error"].dropna()
+    assert len(errors) == 2 and errors.filter(like="not_an_image").iloc[0]
+    assert report.n_unreadable == 2
+    with pytest.raises(ImageLoadError, match=r"truncated\.jpg"):
+        audit_hash_shards(shard_folder, on_error="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        audit_hash_shards(shard_folder, on_error="ignore")
+
+
+def test_renderings_work(shard_folder: Path, tmp_path: Path) -> None:
+    report = _quiet_audit(shard_folder)
+    assert "LEAKAGE" in report.to_text()
+    written = write_csv_tables(report, tmp_path / "t.csv")
+    assert len(written) == 4
+    data = json.loads(write_json(report, tmp_path / "r.json").read_text())
+    assert data["n_leaked_images"] == report.n_leaked_images
+    from leakaudit.htmlreport import write_html
+
+    assert write_html(report, tmp_path / "r.html", progress=False).stat().st_size > 0
+
+
+def test_engines_without_unsigned_ints_or_with_hex(
+    tmp_path: Path, hashed: Any, dataset: Any
+) -> None:
+    """Spark writes signed longs, CSV-minded tools hex strings: both give the same groups."""
+    paths, splits = dataset
+    reference = tmp_path / "ref"
+    write_hash_shards(hashed, reference, ids=paths, split=splits)
+    table = pq.read_table(shard_files(reference)[0])
+    signed = table.drop_columns(["phash", "dhash", "digest", "phash_hex", "dhash_hex"])
+    for name in ("phash", "dhash", "digest"):
+        values = table.column(name).fill_null(0).to_numpy()
+        present = table.column(name).is_valid().to_numpy(zero_copy_only=False)
+        as_int = values.astype(np.uint64).view(np.int64)
+        signed = signed.append_column(name, pa.array(as_int, pa.int64(), mask=~present))
+    (tmp_path / "spark").mkdir()
+    pq.write_table(signed, tmp_path / "spark" / "part-00000-abc.snappy.parquet")
+    (tmp_path / "spark" / "_SUCCESS").write_bytes(b"")
+    (tmp_path / "spark" / ".part-00000-abc.snappy.parquet.crc").write_bytes(b"x")
+    hexed = table.drop_columns(["phash", "dhash"]).rename_columns(
+        [
+            {"phash_hex": "phash", "dhash_hex": "dhash"}.get(n, n)
+            for n in table.drop_columns(["phash", "dhash"]).column_names
+        ]
+    )
+    (tmp_path / "hex").mkdir()
+    pq.write_table(hexed, tmp_path / "hex" / "hashes.parquet")
+    only_hex = table.drop_columns(["phash", "dhash"])
+    (tmp_path / "only-hex").mkdir()
+    pq.write_table(only_hex, tmp_path / "only-hex" / "hashes.parquet")
+    expected = _quiet_audit(reference)
+    for folder in ("spark", "hex", "only-hex"):
+        assert_same_report(expected, _quiet_audit(tmp_path / folder))
+
+
+def _write(folder: Path, name: str, table: Any) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    pq.write_table(table, path)
+    return path
+
+
+def _minimal(ids: list[str], **overrides: Any) -> Any:
+    n = len(ids)
+    columns: dict[str, object] = {
+        "id": pa.array(ids, pa.string()),
+        "split": pa.array(["train"] * n, pa.string()),
+        "phash": pa.array(list(range(1, n + 1)), pa.uint64()),
+        "dhash": pa.array(list(range(1, n + 1)), pa.uint64()),
+        "error": pa.array([None] * n, pa.string()),
+    }
+    columns.update(overrides)
+    return pa.table({k: v for k, v in columns.items() if v is not None})
+
+
+def test_schema_errors_name_the_file(tmp_path: Path) -> None:
+    good = _write(tmp_path / "a", "part-0.parquet", _minimal(["x", "y"]))
+    assert len(read_hash_shards(good.parent)) == 2
+
+    missing = _write(tmp_path / "b", "part-0.parquet", _minimal(["x"], error=None))
+    with pytest.raises(ValueError, match=r"part-0.parquet: missing column\(s\) error"):
+        read_hash_shards(missing.parent)
+
+    wrong = _write(tmp_path / "c", "p.parquet", _minimal(["x"], phash=pa.array([1.5])))
+    with pytest.raises(ValueError, match=r"p.parquet: column 'phash' must be uint64, int64 or"):
+        read_hash_shards(wrong.parent)
+
+    bad_hex = _write(
+        tmp_path / "d",
+        "p.parquet",
+        _minimal(["x", "y"], phash=pa.array(["00ff00ff00ff00ff", "zz"])),
+    )
+    with pytest.raises(ValueError, match=r"d/p.parquet: .*row 1"):
+        read_hash_shards(bad_hex.parent)
+
+    int_ids = _write(tmp_path / "e", "p.parquet", _minimal(["x"], id=pa.array([7])))
+    with pytest.raises(ValueError, match=r"column 'id' must hold strings; got type int64"):
+        read_hash_shards(int_ids.parent)
+
+    null_id = _write(tmp_path / "f", "p.parquet", _minimal(["x"], id=pa.array([None], pa.string())))
+    with pytest.raises(ValueError, match=r"column 'id' must not be null; row 0"):
+        read_hash_shards(null_id.parent)
+
+    no_hash = _write(
+        tmp_path / "g", "p.parquet", _minimal(["x", "y"], phash=pa.array([1, None], pa.uint64()))
+    )
+    with pytest.raises(ValueError, match=r"row 1 \(id 'y'\) has no phash and no error"):
+        read_hash_shards(no_hash.parent)
+
+    blank = _write(tmp_path / "h", "p.parquet", _minimal(["x"], low_information=pa.array([True])))
+    with pytest.raises(ValueError, match="low_information without a digest"):
+        read_hash_shards(blank.parent)
+
+    half = _write(
+        tmp_path / "i",
+        "p.parquet",
+        _minimal(["x"], orientation_phash=pa.array([[1]], pa.list_(pa.uint64()))),
+    )
+    with pytest.raises(ValueError, match="go together"):
+        read_hash_shards(half.parent)
+
+    uneven = _write(
+        tmp_path / "j",
+        "p.parquet",
+        _minimal(
+            ["x"],
+            orientation_phash=pa.array([[1, 2]], pa.list_(pa.uint64())),
+            orientation_dhash=pa.array([[1]], pa.list_(pa.uint64())),
+        ),
+    )
+    with pytest.raises(ValueError, match=r"row 0 \(id 'x'\) has 2 and 1"):
+        read_hash_shards(uneven.parent)
+
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "p.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(ValueError, match=r"k/p.parquet: not a readable Parquet file"):
+        read_hash_shards(tmp_path / "k")
+
+
+def test_duplicate_ids_across_shards_name_both_files(tmp_path: Path) -> None:
+    _write(tmp_path, "part-0.parquet", _minimal(["x", "y"]))
+    _write(tmp_path, "part-1.parquet", _minimal(["z", "y"]))
+    with pytest.raises(
+        ValueError, match=r"'y' is in .*part-0.parquet \(row 1\) and in .*part-1.parquet \(row 1\)"
+    ):
+        read_hash_shards(tmp_path)
+
+
+def test_no_shards_and_missing_folder(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "_SUCCESS").write_bytes(b"")
+    with pytest.raises(ValueError, match="no hash shards"):
+        read_hash_shards(tmp_path / "empty")
+    with pytest.raises(FileNotFoundError, match="not found"):
+        read_hash_shards(tmp_path / "missing")
+
+
+def test_mixed_settings_and_mixed_entries_are_refused(
+    tmp_path: Path, hashed: Any, dataset: Any
+) -> None:
+    paths, splits = dataset
+    arrow = hash_shard_table(
+        hashed, ids=paths, split=splits, hashing=hashing_metadata(OPTIONS, dihedral=True)
+    )
+    other = hash_shard_table(
+        hashed,
+        ids=[f"{p}#2" for p in paths],
+        split=splits,
+        hashing=hashing_metadata(
+            hashing_options(None, dihedral=False, verify=False), dihedral=True
+        ),
+    )
+    _write(tmp_path / "mixed", "a.parquet", arrow)
+    _write(tmp_path / "mixed", "b.parquet", other)
+    with pytest.raises(ValueError, match="hashed with different settings"):
+        read_hash_shards(tmp_path / "mixed")
+    flat = _minimal(["q"])
+    _write(tmp_path / "entries", "a.parquet", arrow)
+    _write(tmp_path / "entries", "b.parquet", flat)
+    with pytest.raises(ValueError, match="orientation columns or none"):
+        read_hash_shards(tmp_path / "entries")
+
+
+def test_files_are_read_recursively_in_sorted_order(tmp_path: Path) -> None:
+    _write(tmp_path / "split=b", "part-0.parquet", _minimal(["b0"]))
+    _write(tmp_path / "split=a", "part-1.parquet", _minimal(["a1"]))
+    _write(tmp_path / "split=a", "part-0.parquet", _minimal(["a0"]))
+    _write(tmp_path / "_temporary", "part-0.parquet", _minimal(["tmp"]))
+    shards = read_hash_shards(tmp_path)
+    assert shards.ids.tolist() == ["a0", "a1", "b0"]
+
+
+def test_dihedral_needs_entries(tmp_path: Path) -> None:
+    _write(tmp_path, "p.parquet", _minimal(["x", "y"]))
+    report = audit_hash_shards(tmp_path)
+    assert "dihedral" not in report.parameters and report.total_images == 2
+    with pytest.raises(ValueError, match="orientation entries"):
+        audit_hash_shards(tmp_path, dihedral=True)
+
+
+def test_split_nulls_and_empty_errors(tmp_path: Path) -> None:
+    table = _minimal(
+        ["x", "y", "z"],
+        split=pa.array(["train", None, "test"], pa.string()),
+        error=pa.array(["", None, "bad file"], pa.string()),
+        phash=pa.array([5, 5, None], pa.uint64()),
+        dhash=pa.array([5, 5, None], pa.uint64()),
+    )
+    _write(tmp_path, "p.parquet", table)
+    shards = read_hash_shards(tmp_path)
+    assert shards.split.tolist() == ["train", None, "test"]
+    assert shards.errors == {2: "bad file"} and shards.valid.tolist() == [True, True, False]
+    report = audit_hash_shards(tmp_path, on_error="ignore")
+    assert report.table["group_id"].iloc[0] == report.table["group_id"].iloc[1]
+
+
+def test_empty_table_round_trips(tmp_path: Path) -> None:
+    empty = hash_sources([], dihedral=True)
+    files = write_hash_shards(empty, tmp_path / "h", ids=[], split=[])
+    assert len(files) == 1
+    report = audit_hash_shards(tmp_path / "h")
+    assert report.total_images == 0 and not report.has_leakage
+
+
+def test_write_never_overwrites(tmp_path: Path, hashed: Any, dataset: Any) -> None:
+    paths, splits = dataset
+    folder = tmp_path / "h"
+    write_hash_shards(hashed, folder, ids=paths, split=splits)
+    before = {p: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(FileExistsError, match="already holds hash shards"):
+        write_hash_shards(hashed, folder, ids=paths, split=splits)
+    assert {p: p.read_bytes() for p in folder.iterdir()} == before
+    with pytest.raises(FileExistsError):
+        check_new_shard_folder(folder)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError):
+        check_new_shard_folder(tmp_path / "file")
+    # a folder with other files is fine, and nothing temporary is left behind
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    write_hash_shards(hashed, other, ids=paths, split=splits)
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt", "part-00000.parquet"]
+    assert (other / "notes.txt").read_text() == "keep me"
+
+
+def test_lengths_are_checked(hashed: Any) -> None:
+    with pytest.raises(ValueError, match="ids must have one value per row"):
+        hash_shard_table(hashed, ids=["a"], split=["train"])
+    with pytest.raises(TypeError, match="shards must be a HashShards"):
+        audit_hash_shards(42)
+
+
+def test_from_arrow_labels_blocks(hashed: Any, dataset: Any) -> None:
+    paths, splits = dataset
+    arrow = hash_shard_table(hashed, ids=paths, split=splits)
+    shards = HashShards.from_arrow([arrow.slice(0, 5), arrow.slice(5)])
+    assert shards.files == ("block 0", "block 1") and len(shards) == len(paths)
+    with pytest.raises(
+        ValueError, match=r"'.*img_0000.jpg' is in block 0 \(row 0\) and in block 1"
+    ):
+        HashShards.from_arrow([arrow, arrow])
+
+
+def test_missing_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError, match=r"pip install 'leakaudit-vision\[parquet\]'"):
+        require_pyarrow()
+
+
+def test_hex_reading_accepts_any_case_and_short_strings(tmp_path: Path) -> None:
+    table = _minimal(
+        ["x", "y"],
+        phash=pa.array(["00FF00FF00FF00FF", "00ff00ff00ff00ff"]),
+        dhash=pa.array(["ff", "FF"]),
+    )
+    _write(tmp_path, "p.parquet", table)
+    shards = read_hash_shards(tmp_path)
+    assert shards.phash.tolist() == [0x00FF00FF00FF00FF] * 2 and shards.dhash.tolist() == [255, 255]
+
+
+def test_hugging_face_map_output_is_a_shard(tmp_path: Path, dataset: Any, plain: Any) -> None:
+    """``hash_dataset`` (``Dataset.map``) rows plus an id and a split are hash shards."""
+    hf = pytest.importorskip("datasets")
+    from leakaudit.adapters.huggingface import hash_dataset
+
+    paths, splits = dataset
+    ds = hf.Dataset.from_dict({"image": paths}).cast_column("image", hf.Image())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hashed = hash_dataset(ds, dihedral=True, cache=False, progress=False,
+                              decode=OPTIONS)  # fmt: skip
+    hashed = hashed.add_column("id", paths).add_column("split", splits)
+    hashed = hashed.add_column("path", paths)
+    (tmp_path / "hf").mkdir()
+    hashed.to_parquet(str(tmp_path / "hf" / "hashes.parquet"))
+    assert_same_report(plain, _quiet_audit(tmp_path / "hf", decode=OPTIONS))
