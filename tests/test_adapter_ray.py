@@ -64,14 +64,20 @@ def _ray_processes() -> list[str]:
         ancestor = parents.get(pid)
         while ancestor and ancestor != me:
             ancestor = parents.get(ancestor)
-        if ancestor == me and "ray" in name:
+        # Our own pools' forkserver and resource tracker carry Ray's sys.path entries
+        # in their command line once Ray is imported: they are not Ray's.
+        if ancestor == me and "ray" in name and "from multiprocessing." not in name:
             found.append(f"{pid} {name[:80]}")
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    """A local Ray cluster of 2 CPUs for this session, shut down (every process) after."""
+    """A local Ray cluster of 2 CPUs for this module, shut down (every process) after.
+
+    Module scope: the tests after this module must not run beside Ray's processes
+    (test_resources kills a pool worker it finds among this process's descendants).
+    """
     if ray.is_initialized():  # pragma: no cover - never in this suite
         pytest.skip("a Ray cluster is already running in this process")
     ray.init(
