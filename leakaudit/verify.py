@@ -154,6 +154,12 @@ class VerifyOptions:
         is a graphic (transparent, or under :data:`GRAPHIC_SIDE` pixels):
         icons of one template and sprites of one pose differ in a few pixels.
         Local features never decide a graphic.
+    figure_chroma_difference, figure_changed : float
+        The colour and changed-share limits (12.0, 0.075) of a graphic on a
+        uniform or transparent background, where both are measured on the
+        figure (what differs from the background in either image) rather than
+        on the whole canvas: a palette swap or another badge changes a tenth of
+        the figure but a few hundredths of the canvas.
 
     All defaults were chosen on ``benchmarks/bench_closure.py``'s generated
     photos, sprites and icons (``benchmarks/RESULTS.md``, "The verified
@@ -172,6 +178,8 @@ class VerifyOptions:
     graphic_correlation: float = 0.85
     graphic_chroma_difference: float = 10.0
     graphic_changed: float = 0.03
+    figure_chroma_difference: float = 12.0
+    figure_changed: float = 0.075
 
     def __post_init__(self) -> None:
         check_int("candidate_threshold", self.candidate_threshold, 0, 64)
@@ -181,13 +189,18 @@ class VerifyOptions:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not -1.0 <= float(value) <= 1.0:
                 raise ValueError(f"{name} must be a number in [-1, 1]; got {value!r}.")
-        if not isinstance(self.max_chroma_difference, (int, float)) or not (
-            0 <= float(self.max_chroma_difference) <= 255
+        for name in (
+            "max_chroma_difference",
+            "graphic_chroma_difference",
+            "figure_chroma_difference",
         ):
-            raise ValueError(
-                "max_chroma_difference must be a number in [0, 255]; "
-                f"got {self.max_chroma_difference!r}."
-            )
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0 <= float(value) <= 255:
+                raise ValueError(f"{name} must be a number in [0, 255]; got {value!r}.")
+        for name in ("max_changed", "graphic_changed", "figure_changed", "graphic_correlation"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}.")
         if self.geometry is not None:
             check_bool("geometry", self.geometry)
 
@@ -203,6 +216,8 @@ class VerifyOptions:
             "graphic_correlation": self.graphic_correlation,
             "graphic_chroma_difference": self.graphic_chroma_difference,
             "graphic_changed": self.graphic_changed,
+            "figure_chroma_difference": self.figure_chroma_difference,
+            "figure_changed": self.figure_changed,
         }
 
 
@@ -609,40 +624,93 @@ def _border_colour(grid: NDArray[np.float32]) -> NDArray[np.float32]:
 _CHANGED_LEVEL = 48.0
 
 
-def _changed_share(rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32]) -> float:
+def _changed_share(
+    rgb_a: NDArray[np.float32],
+    rgb_b: NDArray[np.float32],
+    weight: NDArray[np.float32] | None = None,
+) -> float:
     """Share of pixels that differ beyond a global gain and offset per channel.
 
     A re-encode, a resize or a photometric edit changes few pixels this way; a
     sprite in another pose or a different character in the same pose changes its
-    limbs, face or clothes: a tenth of the picture or more.
+    limbs, face or clothes: a tenth of the picture or more. With ``weight`` (the
+    foreground, :func:`_foreground_weight`) the share is of the weighted pixels.
     """
     x = rgb_a - rgb_a.mean(axis=0)
     y = rgb_b - rgb_b.mean(axis=0)
     variance = (x * x).mean(axis=0)
     gain = np.where(variance > 1.0, (x * y).mean(axis=0) / np.maximum(variance, 1.0), 1.0)
     gain = np.clip(gain, 0.5, 2.0)
-    worst = np.abs(y - gain * x).max(axis=1)
-    return float(np.mean(worst > _CHANGED_LEVEL))
+    changed = np.abs(y - gain * x).max(axis=1) > _CHANGED_LEVEL
+    if weight is None:
+        return float(np.mean(changed))
+    return float((changed * weight).sum() / weight.sum())
+
+
+#: A pixel is foreground when it is this far from the pair's background colour
+#: in some channel (transparent pixels are flattened onto that colour).
+_FOREGROUND_LEVEL = 24.0
+#: The foreground counts as at least this share of the grid: a tiny foreground
+#: would make a few pixels of JPEG noise look like a large change.
+_MIN_FOREGROUND = 0.4
+#: The saturation gains allowed before comparing colours: a photo's saturation
+#: edit (up to 2x), and the figure of a graphic on a background (up to 1.3x: its
+#: brightness and contrast edits scale its chroma a little; a palette swap turns it).
+_PHOTO_SATURATION = 2.0
+_FIGURE_SATURATION = 1.3
+
+
+def _foreground_weight(
+    rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32], background: NDArray[np.float32]
+) -> NDArray[np.float32] | None:
+    """Weights that average over the foreground of either image, or None when the
+    pair has no background to speak of.
+
+    A sprite or a padded icon covers part of its canvas: a palette swap or
+    another badge changes a tenth of the figure but a few hundredths of the
+    canvas, so a graphic's colours and changed share are measured on what
+    differs from the background in either image.
+    """
+    away = (np.abs(rgb_a - background).max(axis=1) > _FOREGROUND_LEVEL) | (
+        np.abs(rgb_b - background).max(axis=1) > _FOREGROUND_LEVEL
+    )
+    share = float(away.mean())
+    if share >= 0.9:
+        return None
+    floor = max(_MIN_FOREGROUND, share)
+    # Foreground pixels weigh 1; the rest share what lifts the total to the floor.
+    rest = (floor - share) / max(1e-6, 1.0 - share)
+    weight: NDArray[np.float32] = np.where(away, 1.0, rest).astype(np.float32)
+    return weight
 
 
 def _chroma_difference(
-    rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32], *, saturation: bool
+    rgb_a: NDArray[np.float32],
+    rgb_b: NDArray[np.float32],
+    *,
+    saturation: float | None,
+    weight: NDArray[np.float32] | None = None,
 ) -> float:
-    """Mean chroma difference (Cb and Cr), after the best saturation gain with ``saturation``.
+    """Mean chroma difference (Cb and Cr), after the best saturation gain allowed.
 
-    A saturation edit of a photo scales its chroma, a recolouring turns it: with
-    ``saturation`` a gain in [0.5, 2] on the first image's chroma is allowed
-    before comparing. Graphics are compared as they are (a palette can differ
-    from another by saturation alone).
+    A saturation edit scales chroma, a recolouring turns it: a gain in
+    ``[1 / saturation, saturation]`` on the first image's chroma is allowed
+    before comparing (photos: 2). With ``saturation=None`` the images are
+    compared as they are. ``weight``: the foreground's weights
+    (:func:`_foreground_weight`), else every pixel counts alike.
     """
     chroma_a = np.stack([rgb_a @ _CB, rgb_a @ _CR], axis=1)
     chroma_b = np.stack([rgb_b @ _CB, rgb_b @ _CR], axis=1)
     gain = 1.0
-    if saturation:
+    if saturation is not None:
         energy = float((chroma_a * chroma_a).sum())
         if energy > 1.0:
-            gain = min(2.0, max(0.5, float((chroma_a * chroma_b).sum()) / energy))
-    return float(np.abs(chroma_b - gain * chroma_a).sum(axis=1).mean())
+            fit = float((chroma_a * chroma_b).sum()) / energy
+            gain = min(saturation, max(1.0 / saturation, fit))
+    difference = np.abs(chroma_b - gain * chroma_a).sum(axis=1)
+    if weight is None:
+        return float(difference.mean())
+    return float((difference * weight).sum() / weight.sum())
 
 
 def _correlation(x: NDArray[np.float32], y: NDArray[np.float32]) -> float:
@@ -757,14 +825,22 @@ def _compare_grids(
     rgb_a, rgb_b = rgb
     similarity = _correlation(rgb_a @ _LUMA, rgb_b @ _LUMA)
     graphic = a.graphic or b.graphic
-    limits = _Limits.of(options, graphic, changed_factor)
+    weight = _foreground_weight(rgb_a, rgb_b, _pair_background(a, b)) if graphic else None
+    limits = _Limits.of(options, graphic, changed_factor, figure=weight is not None)
     if similarity < min(limits.geometry_correlation, limits.min_correlation):
         # Rejected whatever the colours and silhouettes say: spare their cost.
         return PairVerdict(
             False, "pixels", similarity, math.nan, reason=f"structure differs ({similarity:.2f})"
         )
-    chroma = _chroma_difference(rgb_a, rgb_b, saturation=not graphic)
-    changed = _changed_share(rgb_a, rgb_b)
+    if not graphic:
+        saturation: float | None = _PHOTO_SATURATION
+    elif weight is not None:
+        saturation = _FIGURE_SATURATION
+    else:
+        # A flat graphic's palette can differ from another's by saturation alone.
+        saturation = None
+    chroma = _chroma_difference(rgb_a, rgb_b, saturation=saturation, weight=weight)
+    changed = _changed_share(rgb_a, rgb_b, weight)
     iou = math.nan
     if a.has_alpha and b.has_alpha:
         mask_a = grid_a[..., 3] > 127.5
@@ -792,13 +868,20 @@ class _Limits:
     geometry_correlation: float
 
     @classmethod
-    def of(cls, options: VerifyOptions, graphic: bool, changed_factor: float) -> _Limits:
+    def of(
+        cls, options: VerifyOptions, graphic: bool, changed_factor: float, *, figure: bool = False
+    ) -> _Limits:
+        """The limits of a pair; ``figure``: a graphic measured on its figure."""
         correlation, chroma, changed = (
             options.min_correlation,
             options.max_chroma_difference,
             options.max_changed,
         )
-        if graphic:
+        if graphic and figure:
+            correlation = max(correlation, options.graphic_correlation)
+            chroma = options.figure_chroma_difference
+            changed = options.figure_changed
+        elif graphic:
             correlation = max(correlation, options.graphic_correlation)
             chroma = min(chroma, options.graphic_chroma_difference)
             changed = min(changed, options.graphic_changed)

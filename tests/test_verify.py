@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from imagegen import photo_like
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageEnhance
 
 import leakaudit
 from leakaudit.hashing import N_EXTRA_ENTRIES, entry_kinds, hash_sources
@@ -140,6 +140,40 @@ def test_different_sprite_in_the_same_pose_is_rejected() -> None:
     first = sprite((200, 40, 40), pose=1, design=0, size=128)
     other = sprite((200, 40, 40), pose=1, design=1, size=128)
     assert not _verdict(_png(first), _png(other)).accepted
+
+
+def test_palette_swap_of_a_sprite_is_judged_on_its_figure() -> None:
+    """A recoloured body changes a tenth of the figure and a few hundredths of the
+    canvas: on the whole canvas its chroma difference stays under the graphic limit;
+    measured on the figure (what differs from the background) it does not."""
+    from leakaudit import verify
+
+    first = load_view(_png(sprite((200, 40, 40), pose=1, size=64)), "a", DECODE)
+    swapped = load_view(_png(sprite((140, 60, 140), pose=1, size=64)), "b", DECODE)
+    background = verify._pair_background(first, swapped)
+    rgb_a = verify._flattened(first.grid, background)
+    rgb_b = verify._flattened(swapped.grid, background)
+    weight = verify._foreground_weight(rgb_a, rgb_b, background)
+    assert weight is not None
+    on_canvas = verify._chroma_difference(rgb_a, rgb_b, saturation=None)
+    on_figure = verify._chroma_difference(rgb_a, rgb_b, saturation=1.3, weight=weight)
+    options = VerifyOptions(geometry=False)
+    assert on_canvas < options.graphic_chroma_difference < options.figure_chroma_difference
+    assert on_figure > options.figure_chroma_difference
+    verdict = compare_views(first, swapped, options)
+    assert not verdict.accepted and "colours differ" in verdict.reason
+    # Its own copies, and a brighter one, still pass on the figure's limits.
+    original = sprite((200, 40, 40), pose=1, size=64)
+    brighter = ImageEnhance.Brightness(original).enhance(1.2)
+    for copy in (_jpeg(original, 70), _png(original.resize((32, 32))), _png(brighter)):
+        assert _verdict(_png(original), copy).accepted
+
+
+def test_a_canvas_without_background_is_measured_whole() -> None:
+    from leakaudit import verify
+
+    rgb = np.asarray(PHOTO.resize((24, 24)), dtype=np.float32).reshape(-1, 3)
+    assert verify._foreground_weight(rgb, rgb, np.full(3, 255.0, np.float32)) is None
 
 
 def test_same_sprite_in_another_pose_is_rejected() -> None:
