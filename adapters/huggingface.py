@@ -46,9 +46,8 @@ from leakaudit.adapters._common import (
 from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, hashing_options
 from leakaudit.cache import CacheSpec, hash_sources_cached, resolve_cache
 from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
-from leakaudit.errors import ImageLoadError
-from leakaudit.hashing import HashTable, OrientationHashes, apply_on_error, hash_image
-from leakaudit.loading import DecodeOptions
+from leakaudit.hashing import HashTable, OrientationHashes, apply_on_error, hashes_and_notes
+from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport
 
@@ -208,6 +207,8 @@ def _hash_batch(
             for position, row in enumerate(files):
                 turned_phash[row], turned_dhash[row] = cached.orientations.of_row(position)
     served = set(files) if cache_dir is not None else set()
+    rows: list[int] = []
+    sources: list[str | bytes] = []
     for i, cell in enumerate(cells):
         data = cell.get("bytes")
         path = cell.get("path")
@@ -218,20 +219,24 @@ def _hash_batch(
         if source is None:
             errors[i] = "no image (the cell has neither bytes nor a path)"
             continue
-        try:
-            result = hash_image(source, decode=options, dihedral=dihedral)
-        except ImageLoadError as exc:
-            errors[i] = exc.reason
-            continue
-        phash[i], dhash[i], digest[i], low[i] = (
-            result.phash,
-            result.dhash,
-            result.digest,
-            result.low_information,
-        )
-        if result.orientations:
-            entries = np.asarray(result.orientations, dtype=np.uint64).reshape(-1, 2)
-            turned_phash[i], turned_dhash[i] = entries[:, 0].copy(), entries[:, 1].copy()
+        rows.append(i)
+        sources.append(source)
+    if rows:
+        # The whole map batch as one batch: what hash_image would give row by row.
+        names = [s if isinstance(s, str) else "<in-memory bytes>" for s in sources]
+        table, notes = hashes_and_notes(sources, names, decode=options, dihedral=dihedral)
+        at = np.asarray(rows, dtype=np.int64)
+        phash[at], dhash[at], digest[at] = table.phash, table.dhash, table.digest
+        low[at] = table.low_information
+        for position, reason in table.errors.items():
+            errors[rows[position]] = reason
+        for position in sorted(notes):
+            warnings.warn(notes[position], ImageDecodeWarning, stacklevel=2)
+        if table.orientations is not None:
+            for position in np.unique(table.orientations.owner).tolist():
+                turned_phash[rows[position]], turned_dhash[rows[position]] = (
+                    table.orientations.of_row(position)
+                )
     out: dict[str, Any] = {
         "phash": phash,
         "dhash": dhash,

@@ -32,6 +32,19 @@ order. Both thumbnails come from one float64 matrix product per pass, several
 times cheaper than two calls into Pillow on images this small. The emulation
 checks itself against the installed Pillow once per process and falls back to
 Pillow's resize should they ever disagree.
+
+Batches
+-------
+:func:`hash_sources` decodes and hashes images in batches: the images of a batch
+share one warnings context and one copy out of Pillow per size
+(:func:`leakaudit.loading.greys_and_notes`), and images of one size are resampled
+together, one product per pass over the whole stack, restricted to the inputs each
+block of outputs reads (the products are exact, so their order does not matter).
+Products that are not exact (the DCT, the crop and rotation entries) keep the
+per-image shapes, broadcast over the stack, or are regrouped only where a check
+once per process finds the BLAS giving the same floats. The hashes are bit for bit
+those of :func:`hash_image` (``tests/test_batch_hashing.py``); on small files the
+batch costs a fraction of one image at a time (``benchmarks/bench_hashing.py``).
 """
 
 from __future__ import annotations
@@ -73,8 +86,10 @@ from leakaudit.loading import (
     DecodeOptions,
     ImageDecodeWarning,
     ImageSource,
+    ReducedGrey,
     grey_and_note_from_bytes,
     grey_and_note_from_pil,
+    greys_and_notes,
     read_source,
     resolve_decode,
 )
@@ -104,6 +119,7 @@ __all__ = [
     "hamming_distance",
     "hash_image",
     "hash_sources",
+    "hashes_and_notes",
     "hashes_to_hex",
     "hex_to_hashes",
     "popcount64",
@@ -384,6 +400,34 @@ def _lanczos(x: float) -> float:
     return 0.0
 
 
+def _lanczos_taps(first: int, stop: int, center: float, inverse: float) -> list[float]:
+    """``[_lanczos((x - center + 0.5) * inverse) for x in range(first, stop)]``, inlined.
+
+    The same double operations in the same order (a box the hashes resample,
+    e.g. an image's content, makes new weights, and this loop is most of their cost).
+    """
+    sin, pi = math.sin, math.pi
+    taps: list[float] = []
+    for x in range(first, stop):
+        t = (x - center + 0.5) * inverse
+        if -3.0 <= t < 3.0:
+            if t == 0.0:
+                near = 1.0
+            else:
+                u = t * pi
+                near = sin(u) / u
+            v = t / 3.0
+            if v == 0.0:
+                far = 1.0
+            else:
+                w = v * pi
+                far = sin(w) / w
+            taps.append(near * far)
+        else:
+            taps.append(0.0)
+    return taps
+
+
 @lru_cache(maxsize=1024)
 def _lanczos_weights(
     in_size: int, out_size: int, span: tuple[float, float] | None = None
@@ -420,7 +464,7 @@ def _lanczos_weights(
         center = start + (out + 0.5) * scale
         first = max(int(center - support + 0.5), 0)  # int(): truncation, as C's (int)
         stop = min(int(center + support + 0.5), in_size)
-        taps = [_lanczos((x - center + 0.5) * inverse) for x in range(first, stop)]
+        taps = _lanczos_taps(first, stop, center, inverse)
         total = 0.0
         for tap in taps:  # summed in order, as the C loop does (not pairwise)
             total += tap
@@ -1041,6 +1085,489 @@ def _hash_reduced(
     return phash, dhash, low_information, entries
 
 
+# ------------------------------------------------------------------------ batches
+#
+# The same hashes for many images at once. Images of one size (and hash box) are
+# stacked and resampled with one matrix product per pass, exact as the per-image
+# products are (integers times multiples of 2**-22: any summation order gives the
+# same sums). Every product that is not exact (the DCT, the crop and rotation
+# entries) is np.matmul broadcast over the stack, which makes one BLAS call per
+# image with the same shapes and strides as the per-image code: the same floats
+# to the last bit. Decisions that depend on a sum numpy could order differently
+# (an image's low-band energy) are re-made the per-image way when they are close.
+
+#: Most pixels a stacked resampling works on at once: a group of same-size images is
+#: hashed in slices of at most this many pixels. Small enough for the float64 copies
+#: to stay in cache and be reused by the allocator (fresh megabytes of memory cost
+#: page faults); measured best at 2**16 on 64 x 64 and 125 x 94 images.
+_STACK_VALUES = 1 << 16
+#: Images whose crop and rotation entries are computed in one go (bounded working set).
+_CROP_STACK = 64
+
+
+#: Outputs per block of a banded resampling product (:func:`_bands`).
+_BAND_BLOCK = 16
+
+_Band: TypeAlias = "tuple[int, int, int, int, NDArray[np.float64]]"
+
+
+@lru_cache(maxsize=512)
+def _bands(
+    in_size: int, out_size: int, span: tuple[float, float] | None
+) -> tuple[_Band, ...] | None:
+    """One axis's Lanczos weights as blocks of outputs and the inputs they read.
+
+    Each block is ``(first output, stop, first input, stop, weights)``, the
+    weights an ``(inputs, outputs)`` matrix: a Lanczos output reads only the
+    few inputs under its kernel, so a product block by block does a fraction
+    of the dense product's work (exactly, as every product here is exact).
+    One block when banding saves less than half; None when the weights are the
+    identity (the same size, the whole span: Pillow copies the pixels).
+    """
+    weights = _lanczos_weights(in_size, out_size, span)
+    if in_size == out_size and np.array_equal(weights, np.eye(in_size)):
+        return None
+    blocks: list[_Band] = []
+    for first in range(0, out_size, _BAND_BLOCK):
+        stop = min(out_size, first + _BAND_BLOCK)
+        used = np.flatnonzero(weights[first:stop].any(axis=0))
+        low, high = (int(used[0]), int(used[-1]) + 1) if used.size else (0, 1)
+        blocks.append((first, stop, low, high, weights[first:stop, low:high].T))
+    if sum((b[1] - b[0]) * (b[3] - b[2]) for b in blocks) > 0.5 * out_size * in_size:
+        blocks = [(0, out_size, 0, in_size, weights.T)]
+    for block in blocks:
+        block[4].flags.writeable = False
+    return tuple(blocks)
+
+
+def _banded_product(
+    lines: NDArray[np.float64], bands: tuple[_Band, ...], out_size: int
+) -> NDArray[np.float64]:
+    """``lines @ weights.T`` for ``(n, in)`` lines, block by block, rounded as Pillow's pass."""
+    n = len(lines)
+    out = np.empty((n, out_size), dtype=np.float64)
+    for first, stop, low, high, weights in bands:
+        inputs = lines[:, low:high]
+        # Row slices small enough for BLAS to stay single-threaded (see _matmul).
+        step = max(1, _SERIAL_GEMM_SIZE // ((high - low) * (stop - first)))
+        for row in range(0, n, step):
+            np.matmul(inputs[row : row + step], weights, out=out[row : row + step, first:stop])
+    return _round_clip(out)
+
+
+def _stack_pass(
+    stack: NDArray[np.float64], out_size: int, span: tuple[float, float] | None, rows: bool
+) -> NDArray[np.float64]:
+    """One Lanczos pass over every image of a ``(m, height, width)`` stack.
+
+    ``rows``: resample each row (the horizontal pass, to ``out_size`` columns);
+    else each column (the vertical pass, to ``out_size`` rows).
+    """
+    m, height, width = stack.shape
+    if rows:
+        bands = _bands(width, out_size, span)
+        if bands is None:
+            return stack
+        lines = stack.reshape(m * height, width)
+        return _banded_product(lines, bands, out_size).reshape(m, height, out_size)
+    bands = _bands(height, out_size, span)
+    if bands is None:
+        return stack
+    columns = stack.transpose(0, 2, 1).reshape(m * width, height)
+    tall = _banded_product(columns, bands, out_size).reshape(m, width, out_size)
+    upright: NDArray[np.float64] = tall.transpose(0, 2, 1)
+    return upright
+
+
+def _stack_resample(
+    source: NDArray[np.float64], size: tuple[int, int], vertical_first: bool, box: Box | None
+) -> NDArray[np.float64]:
+    """:func:`_resample` of every image of a ``(m, height, width)`` stack."""
+    height, width = source.shape[1:]
+    column_span, row_span = _spans(box, width, height)
+    if vertical_first:
+        tall = _stack_pass(source, size[1], row_span, rows=False)
+        return _stack_pass(tall, size[0], column_span, rows=True)
+    wide = _stack_pass(source, size[0], column_span, rows=True)
+    return _stack_pass(wide, size[1], row_span, rows=False)
+
+
+def _stack_thumbnails(
+    stack: NDArray[np.uint8], box: Box | None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_thumbnails` of every image of a ``(m, height, width)`` stack sharing ``box``.
+
+    Returns the ``(m, 32, 32)`` thumbnails (C-contiguous) and ``(m, 8, 9)`` strips.
+    """
+    order = _pillow_pass_order()
+    if order is None or len(stack) == 1:
+        pairs = [_thumbnails(pixels, box) for pixels in stack]
+        return (
+            np.stack([np.ascontiguousarray(thumb) for thumb, _ in pairs]),
+            np.stack([strip for _, strip in pairs]),
+        )
+    height, width = stack.shape[1:]
+    source = stack.astype(np.float64)
+    rule = order == "rule"
+    thumb = _stack_resample(
+        source,
+        (_PHASH_SIZE, _PHASH_SIZE),
+        rule and _vertical_first(width, height, (_PHASH_SIZE, _PHASH_SIZE)),
+        box,
+    )
+    strip = _stack_resample(
+        source, _DHASH_SIZE, rule and _vertical_first(width, height, _DHASH_SIZE), box
+    )
+    return np.ascontiguousarray(thumb), strip
+
+
+def _stack_hashes(
+    thumbs: NDArray[np.float64], strips: NDArray[np.float64]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.float64]]:
+    """:func:`_hashes_from_thumbnails` of stacked thumbnails: pHashes, dHashes, low bands."""
+    m = len(thumbs)
+    low = np.matmul(np.matmul(_DCT_LOW, thumbs), _DCT_LOW_T).reshape(m, -1)
+    median = _row_medians(low)
+    phash = _packed_rows(low > median[:, None])
+    dhash = _packed_rows((strips[:, :, 1:] > strips[:, :, :-1]).reshape(m, -1))
+    return phash, dhash, low * _AC_SCALE
+
+
+def _views_hashes(
+    views: Sequence[tuple[NDArray[np.uint8], Box | None]],
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.float64], NDArray[np.float64]]:
+    """pHash, dHash, low band and 32 x 32 thumbnail of each ``(pixels, box)`` view.
+
+    :func:`whole_hashes` of every view, with the views of one shape and box
+    resampled together (:func:`_stack_thumbnails`).
+    """
+    n = len(views)
+    thumbs = np.empty((n, _PHASH_SIZE, _PHASH_SIZE), dtype=np.float64)
+    strips = np.empty((n, _HASH_SIDE, _HASH_SIDE + 1), dtype=np.float64)
+    groups: dict[tuple[tuple[int, ...], Box | None], list[int]] = {}
+    for index, (pixels, box) in enumerate(views):
+        groups.setdefault((pixels.shape, box), []).append(index)
+    for (shape, box), members in groups.items():
+        per_stack = max(1, _STACK_VALUES // max(1, shape[0] * shape[1]))
+        for start in range(0, len(members), per_stack):
+            part = members[start : start + per_stack]
+            stack = np.stack([views[i][0] for i in part])
+            thumbs[part], strips[part] = _stack_thumbnails(stack, box)
+    phash, dhash, ac = _stack_hashes(thumbs, strips)
+    return phash, dhash, ac, thumbs
+
+
+def _low_band_energy(ac: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``ac[i] @ ac[i]`` for every row (the same dot product per row as for one image)."""
+    energy: NDArray[np.float64] = np.matmul(ac[:, None, :], ac[:, :, None]).reshape(-1)
+    return energy
+
+
+def _close(values: NDArray[np.float64], limit: NDArray[np.float64] | float) -> NDArray[np.bool_]:
+    """Where ``values`` lie within a relative 1e-9 of ``limit``: decisions to re-make exactly."""
+    close: NDArray[np.bool_] = np.abs(values - limit) <= 1e-9 * np.abs(limit)
+    return close
+
+
+def _stack_orientations(ac: NDArray[np.float64], energy: NDArray[np.float64]) -> list[list[int]]:
+    """:func:`dihedral_orientations` of every row of ``ac``.
+
+    Rows with no decision near a tie have one code, found in a few array
+    operations; the others (and any whose comparisons with the tie margin are
+    within rounding of it) go through :func:`dihedral_orientations` itself.
+    """
+    a, b = ac[:, 1], ac[:, _HASH_SIDE]
+    tie = DIHEDRAL_MARGIN * np.sqrt(energy)
+    abs_a, abs_b = np.abs(a), np.abs(b)
+    gap = np.abs(abs_a - abs_b)
+    transpose = abs_a < abs_b
+    x = np.where(transpose, b, a)
+    y = np.where(transpose, a, b)
+    single = ~((gap < tie) | (np.abs(x) < tie) | (np.abs(y) < tie))
+    single &= ~(_close(gap, tie) | _close(abs_a, tie) | _close(abs_b, tie))
+    codes = transpose.astype(np.int64) | 2 * (x < 0) | 4 * (y < 0)
+    return [
+        [code] if alone else dihedral_orientations(ac[row])
+        for row, (code, alone) in enumerate(zip(codes.tolist(), single.tolist(), strict=True))
+    ]
+
+
+def _stack_entries_from_rows(
+    low: NDArray[np.float64], strip: NDArray[np.float64]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """:func:`_entries_from_rows` as arrays: hashes of ``(k, 8, 8)`` bands, ``(k, 8, 9)`` strips."""
+    k = len(low)
+    flat = low.reshape(k, -1)
+    phash = _packed_rows(flat > _row_medians(flat)[:, None])
+    dhash = _packed_rows((strip[:, :, 1:] > strip[:, :, :-1]).reshape(k, -1))
+    return phash, dhash
+
+
+def _row_medians(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The median of each row of 64 values, as np.median computes it.
+
+    The mean of the two middle values of the sorted row: the same two values
+    however they are found, and sorting many short rows is several times
+    cheaper than partitioning them.
+    """
+    ordered = np.sort(values, axis=1)
+    median: NDArray[np.float64] = (ordered[:, _MEDIAN_LOW] + ordered[:, _MEDIAN_LOW + 1]) / 2.0
+    return median
+
+
+def _stack_crop_entries(
+    thumbs: NDArray[np.float64],
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """:func:`_crop_entries_of_thumbnail` of stacked thumbnails: ``(m, 29)`` pHashes, dHashes."""
+    m = len(thumbs)
+    n_entries = N_CROP_ENTRIES + N_ROTATION_ENTRIES
+    phash = np.empty((m, n_entries), dtype=np.uint64)
+    dhash = np.empty((m, n_entries), dtype=np.uint64)
+    bands = _crop_bands_fast if _fast_crop_products() else _crop_bands
+    for start in range(0, m, _CROP_STACK):
+        bases = thumbs[start : start + _CROP_STACK]
+        low, strip = bands(bases)
+        stop = start + len(bases)
+        hashes = _stack_entries_from_rows(
+            low.reshape(-1, _HASH_SIDE, _HASH_SIDE), strip.reshape(-1, _HASH_SIDE, _HASH_SIDE + 1)
+        )
+        phash[start:stop] = hashes[0].reshape(len(bases), -1)
+        dhash[start:stop] = hashes[1].reshape(len(bases), -1)
+    return phash, dhash
+
+
+def _rotated_bases(bases: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The rotation entries' bases of every thumbnail: ``(m * 4, 32, 32)``.
+
+    The per-image gather and sum over the 4 bilinear neighbours, adding them in
+    the same order (first to last), one neighbour at a time.
+    """
+    flat = bases.reshape(len(bases), -1)
+    rotated = np.take(flat, _ROTATION_INDICES[:, 0], axis=1)
+    rotated *= _ROTATION_WEIGHTS[:, 0]
+    for neighbour in range(1, _ROTATION_INDICES.shape[1]):
+        term = np.take(flat, _ROTATION_INDICES[:, neighbour], axis=1)
+        term *= _ROTATION_WEIGHTS[:, neighbour]
+        rotated += term
+    return rotated.reshape(-1, _BASE_SIDE, _BASE_SIDE)
+
+
+def _crop_bands(
+    bases: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The low bands ``(m, 29, 8, 8)`` and strips ``(m, 29, 8, 9)`` of crop and rotation entries.
+
+    The products of :func:`_crop_entries_of_thumbnail`, broadcast over the stack:
+    one BLAS call per image and box with that function's shapes and strides.
+    """
+    m = len(bases)
+    rows, cols, strip_rows, strip_cols = _CROP_MATRICES
+    turn_rows, turn_cols, turn_strip_rows, turn_strip_cols = _ROTATION_MATRICES
+    shape = (m, N_CROP_ENTRIES, _HASH_SIDE, -1)
+    low = np.matmul(np.matmul(rows.reshape(-1, _BASE_SIDE), bases).reshape(shape), cols)
+    strip = np.matmul(
+        np.matmul(strip_rows.reshape(-1, _BASE_SIDE), bases).reshape(shape), strip_cols
+    )
+    turned = _rotated_bases(bases)
+    turn_low = np.matmul(np.matmul(turn_rows[0], turned), turn_cols[0])
+    turn_strip = np.matmul(np.matmul(turn_strip_rows[0], turned), turn_strip_cols[0])
+    return (
+        np.concatenate([low, turn_low.reshape(m, N_ROTATION_ENTRIES, _HASH_SIDE, -1)], axis=1),
+        np.concatenate([strip, turn_strip.reshape(m, N_ROTATION_ENTRIES, _HASH_SIDE, -1)], axis=1),
+    )
+
+
+def _distinct_blocks(
+    matrices: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """The distinct matrices of a stack, and which of them each one is."""
+    flat = matrices.reshape(len(matrices), -1)
+    _, first, index = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return np.ascontiguousarray(matrices[np.sort(first)]), rank[index.ravel()]
+
+
+# The crop boxes share their row ranges (and column ranges): 7 distinct of each for 25.
+_CROP_ROWS, _CROP_ROW_OF = _distinct_blocks(_CROP_MATRICES[0])
+_CROP_STRIP_ROWS, _CROP_STRIP_ROW_OF = _distinct_blocks(_CROP_MATRICES[2])
+#: Rows per product of the fast crop path (:func:`_rows_matmul`): one shape, checked once.
+_ROW_BLOCK = 512
+
+
+def _rows_matmul(lines: NDArray[np.float64], matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``lines @ matrix`` in products of exactly ``_ROW_BLOCK`` rows (the last one padded)."""
+    n = len(lines)
+    blocks = -(-n // _ROW_BLOCK)
+    padded = np.zeros((blocks * _ROW_BLOCK, lines.shape[1]), dtype=np.float64)
+    padded[:n] = lines
+    out = np.empty((len(padded), matrix.shape[1]), dtype=np.float64)
+    for start in range(0, len(padded), _ROW_BLOCK):
+        stop = start + _ROW_BLOCK
+        np.matmul(padded[start:stop], matrix, out=out[start:stop])
+    return out[:n]
+
+
+def _crop_bands_fast(
+    bases: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_crop_bands` with less work, used where it gives the very same floats.
+
+    Of the 25 crop boxes' row products only 7 differ (boxes in one row of
+    positions share their rows), and the per-box products that follow are made
+    for all images and boxes at once, in fixed-shape blocks. This relies on the
+    BLAS giving each row of a product the value it gives that row alone, which
+    :func:`_fast_crop_products` checks once per process.
+    """
+    m = len(bases)
+    cols, strip_cols = _CROP_MATRICES[1], _CROP_MATRICES[3]
+    turn_rows, turn_cols, turn_strip_rows, turn_strip_cols = _ROTATION_MATRICES
+    n_entries = N_CROP_ENTRIES + N_ROTATION_ENTRIES
+    low = np.empty((m, n_entries, _HASH_SIDE, _HASH_SIDE), dtype=np.float64)
+    strip = np.empty((m, n_entries, _HASH_SIDE, _HASH_SIDE + 1), dtype=np.float64)
+    turned = _rotated_bases(bases)
+    for out, distinct, row_of, columns, turn_row, turn_col in (
+        (low, _CROP_ROWS, _CROP_ROW_OF, cols, turn_rows, turn_cols),
+        (strip, _CROP_STRIP_ROWS, _CROP_STRIP_ROW_OF, strip_cols, turn_strip_rows, turn_strip_cols),
+    ):
+        left = np.matmul(distinct.reshape(-1, _BASE_SIDE), bases)
+        left = left.reshape(m, len(distinct), _HASH_SIDE, _BASE_SIDE)
+        for box in range(N_CROP_ENTRIES):
+            lines = left[:, row_of[box]].reshape(-1, _BASE_SIDE)
+            out[:, box] = _rows_matmul(lines, columns[box]).reshape(m, _HASH_SIDE, -1)
+        turn_left = np.matmul(turn_row[0], turned).reshape(-1, _BASE_SIDE)
+        out[:, N_CROP_ENTRIES:] = _rows_matmul(turn_left, turn_col[0]).reshape(
+            m, N_ROTATION_ENTRIES, _HASH_SIDE, -1
+        )
+    return low, strip
+
+
+@lru_cache(maxsize=1)
+def _fast_crop_products() -> bool:
+    """Whether :func:`_crop_bands_fast` gives :func:`_crop_bands`'s floats bit for bit here.
+
+    Checked on random thumbnails (a BLAS whose result for a row depended on the
+    other rows, or on the number of rows, would differ in the last bits of
+    almost every value); False makes the crop entries use the per-image shapes.
+    """
+    rng = np.random.default_rng(20250101)
+    bases = np.floor(rng.random((_ROW_BLOCK // _HASH_SIDE + 7, _BASE_SIDE, _BASE_SIDE)) * 256.0)
+    fast, reference = _crop_bands_fast(bases), _crop_bands(bases)
+    return all(np.array_equal(a, b) for a, b in zip(fast, reference, strict=True))
+
+
+def _content_boxes(views: Sequence[tuple[NDArray[np.uint8], Box | None]]) -> list[Box | None]:
+    """:func:`content_box` of every view.
+
+    Most images have no uniform border: that first test of :func:`content_box`
+    is made for all views of one shape and box at once, and only the views that
+    pass it go through :func:`content_box` itself.
+    """
+    found: list[Box | None] = [None] * len(views)
+    groups: dict[tuple[tuple[int, ...], Box | None], list[int]] = {}
+    for index, (pixels, box) in enumerate(views):
+        groups.setdefault((pixels.shape, box), []).append(index)
+    for (shape, box), members in groups.items():
+        height, width = shape
+        left, top, right, bottom = (
+            box if box is not None else (0.0, 0.0, float(width), float(height))
+        )
+        x0, y0 = int(left), int(top)
+        x1, y1 = max(x0 + 1, math.ceil(right)), max(y0 + 1, math.ceil(bottom))
+        if min(min(y1, height) - y0, min(x1, width) - x0) < 4:
+            continue  # content_box gives None for regions this small
+        stack = np.stack([views[i][0][y0:y1, x0:x1] for i in members]).astype(np.int16)
+        border = np.concatenate(
+            [stack[:, 0], stack[:, -1], stack[:, :, 0], stack[:, :, -1]], axis=1
+        )
+        colour = np.median(border, axis=1)
+        uniform = np.mean(np.abs(border - colour[:, None]) <= CONTENT_STEP, axis=1)
+        for k in np.flatnonzero(uniform >= _UNIFORM_BORDER).tolist():
+            pixels, view_box = views[members[k]]
+            found[members[k]] = content_box(pixels, view_box)
+    return found
+
+
+def _hash_reduced_batch(
+    reduced: Sequence[tuple[NDArray[np.uint8], Box | None]],
+    dihedral: bool,
+    crop_entries: bool = False,
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.bool_], NDArray[np.uint64]]:
+    """:func:`_hash_reduced` of many images: pHashes, dHashes, low-information flags, entries.
+
+    The entries are ``(position, phash, dhash)`` rows, each image's in
+    :func:`_hash_reduced`'s order, images in order. Bit for bit what the
+    per-image function returns (``tests/test_batch_hashing.py``).
+    """
+    n = len(reduced)
+    no_entries = np.zeros((0, 3), dtype=np.uint64)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.uint64)
+        return empty, empty.copy(), np.zeros(0, dtype=np.bool_), no_entries
+    phash, dhash, ac, thumbs = _views_hashes(reduced)
+    energy = _low_band_energy(ac)
+    low_information = energy < _LOW_INFORMATION_ENERGY
+    for row in np.flatnonzero(_close(energy, _LOW_INFORMATION_ENERGY)).tolist():
+        low_information[row] = bool(ac[row] @ ac[row] < _LOW_INFORMATION_ENERGY)
+    if not dihedral:
+        return phash, dhash, low_information, no_entries
+    # Blank images never link by hash, so they need no orientations.
+    linked = np.flatnonzero(~low_information)
+    if not len(linked):
+        return phash, dhash, low_information, no_entries
+    codes = _stack_orientations(ac[linked], energy[linked])
+    jobs = [
+        (row, code)
+        for row, row_codes in zip(linked.tolist(), codes, strict=True)
+        for code in row_codes
+        if code
+    ]
+    turned_phash, turned_dhash = phash[:0], dhash[:0]
+    if jobs:
+        turned_phash, turned_dhash = _views_hashes(
+            [_oriented(reduced[row][0], reduced[row][1], code) for row, code in jobs]
+        )[:2]
+    counts = np.array([len(row_codes) for row_codes in codes], dtype=np.int64)
+    per_row = counts + (N_EXTRA_ENTRIES if crop_entries else 0)
+    starts = np.cumsum(per_row) - per_row
+    entries = np.empty((int(per_row.sum()), 3), dtype=np.uint64)
+    entries[:, 0] = np.repeat(linked, per_row)
+    # Orientation entries, the canonical code first; code 0 is the image as it is.
+    first = np.cumsum(counts) - counts
+    slots = np.repeat(starts - first, counts) + np.arange(int(counts.sum()))
+    flat_codes = np.array([code for row_codes in codes for code in row_codes], dtype=np.int64)
+    owners = np.repeat(linked, counts)
+    same = flat_codes == 0
+    entries[slots[same], 1] = phash[owners[same]]
+    entries[slots[same], 2] = dhash[owners[same]]
+    entries[slots[~same], 1] = turned_phash
+    entries[slots[~same], 2] = turned_dhash
+    if crop_entries:
+        base = starts + counts  # where each row's extra entries begin
+        entries[base, 1] = phash[linked]
+        entries[base, 2] = dhash[linked]
+        content_phash = phash[linked].copy()
+        content_dhash = dhash[linked].copy()
+        boxes = _content_boxes([reduced[row] for row in linked.tolist()])
+        inside = [k for k, box in enumerate(boxes) if box is not None]
+        if inside:
+            views = []
+            for k in inside:
+                pixels = reduced[int(linked[k])][0]
+                content = boxes[k]
+                assert content is not None
+                views.append((pixels, content))
+            content_phash[inside], content_dhash[inside] = _views_hashes(views)[:2]
+        entries[base + 1, 1] = content_phash
+        entries[base + 1, 2] = content_dhash
+        crop_phash, crop_dhash = _stack_crop_entries(thumbs[linked])
+        columns = base[:, None] + 2 + np.arange(N_CROP_ENTRIES + N_ROTATION_ENTRIES)
+        entries[columns, 1] = crop_phash
+        entries[columns, 2] = crop_dhash
+    return phash, dhash, low_information, entries
+
+
 def _digest_bytes(data: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
@@ -1126,55 +1653,194 @@ _ChunkResult: TypeAlias = (
 def _hash_encoded(
     source: str | bytes, name: str, options: DecodeOptions, dihedral: bool = False
 ) -> _ItemResult:
-    try:
-        name, data = read_source(source, name, options)
-        reduced, note = grey_and_note_from_bytes(data, name, options)
-        phash, dhash, low_information, entries = _hash_reduced(
-            reduced, dihedral, options.crop_entries
-        )
-    except ImageLoadError as exc:
-        return exc.reason
-    digest = _digest_bytes(data) if low_information else 0
-    return phash, dhash, low_information, digest, entries, note
+    return _item_result(_hash_items([source], [name], options, dihedral))
 
 
 def _hash_pil(
     image: Image.Image, name: str, options: DecodeOptions, dihedral: bool = False
 ) -> _ItemResult:
-    try:
-        reduced, note = grey_and_note_from_pil(image, name, options)
-        phash, dhash, low_information, entries = _hash_reduced(
-            reduced, dihedral, options.crop_entries
-        )
-    except ImageLoadError as exc:
-        return exc.reason
-    digest = _digest_pil(image) if low_information else 0
-    return phash, dhash, low_information, digest, entries, note
+    return _item_result(_hash_items([image], [name], options, dihedral))
 
 
-def _entry_rows(position: int, entries: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
-    return [(position, phash, dhash) for phash, dhash in entries]
+def _item_result(result: _ChunkResult) -> _ItemResult:
+    """The one item of a chunk result, as an item result."""
+    values, low_information, errors, entries, notes = result
+    if errors:
+        return errors[0]
+    phash, dhash, digest = (int(v) for v in values[0])
+    pairs = [(int(p), int(d)) for p, d in entries[:, 1:].tolist()]
+    return phash, dhash, bool(low_information[0]), digest, pairs, notes.get(0, "")
 
 
 def _hash_chunk(
     sources: list[str | bytes], names: list[str], options: DecodeOptions, dihedral: bool = False
 ) -> _ChunkResult:
     """Worker entry point: hash a chunk of paths/bytes (runs in a pool process)."""
-    values = np.zeros((len(sources), 3), dtype=np.uint64)
-    low_information = np.zeros(len(sources), dtype=np.bool_)
+    return _hash_items(sources, names, options, dihedral)
+
+
+#: Items decoded before their hashes are computed together (:func:`_hash_items`), and
+#: the most encoded bytes held for that meanwhile (for the digests of blank images).
+_BATCH_ITEMS = 128
+_BATCH_BYTES = 32 * 2**20
+#: And the most decoded pixels held at once (images decoded at full size are large).
+_BATCH_PIXELS = 1 << 23
+
+
+def _hash_items(
+    items: Sequence[str | bytes | Image.Image],
+    names: Sequence[str],
+    options: DecodeOptions,
+    dihedral: bool = False,
+) -> _ChunkResult:
+    """Hash paths, bytes and PIL images: read and decode each, then hash them together.
+
+    The result of :func:`_hash_encoded` / :func:`_hash_pil` for each item, as a
+    chunk result: decoding batches (:func:`leakaudit.loading.greys_and_notes`)
+    and hashing batches (:func:`_hash_reduced_batch`) cost less per image than
+    one image at a time, and give the same hashes.
+    """
+    n = len(items)
+    values = np.zeros((n, 3), dtype=np.uint64)  # phash, dhash, digest
+    low_information = np.zeros(n, dtype=np.bool_)
     errors: dict[int, str] = {}
     notes: dict[int, str] = {}
-    entry_rows: list[tuple[int, int, int]] = []
-    for k, (source, name) in enumerate(zip(sources, names, strict=True)):
-        result = _hash_encoded(source, name, options, dihedral)
-        if isinstance(result, str):
-            errors[k] = result
+    entry_parts: list[NDArray[np.uint64]] = []
+    positions: list[int] = []
+    decodable: list[bytes | Image.Image] = []
+    held = 0
+
+    def flush() -> None:
+        nonlocal held
+        while positions:
+            decoded = greys_and_notes(
+                decodable, [names[k] for k in positions], options, pixel_budget=_BATCH_PIXELS
+            )
+            hash_decoded(*decoded)
+        held = 0
+
+    def hash_decoded(reduced: list[ReducedGrey | str], batch_notes: dict[int, str]) -> None:
+        # The first len(reduced) pending items were decoded: hash them, then drop them.
+        read: list[int] = []
+        for j, result in enumerate(reduced):
+            if isinstance(result, str):
+                errors[positions[j]] = result
+            else:
+                read.append(j)
+        for j, note in batch_notes.items():
+            notes[positions[j]] = note
+        rows = np.asarray([positions[j] for j in read], dtype=np.intp)
+        phash, dhash, low, entries = _hash_reduced_batch(
+            [cast("ReducedGrey", reduced[j]) for j in read], dihedral, options.crop_entries
+        )
+        values[rows, 0] = phash
+        values[rows, 1] = dhash
+        low_information[rows] = low
+        for t in np.flatnonzero(low).tolist():
+            source = decodable[read[t]]
+            values[rows[t], 2] = (
+                _digest_pil(source) if isinstance(source, Image.Image) else _digest_bytes(source)
+            )
+        if len(entries):
+            entries[:, 0] = rows[entries[:, 0].astype(np.intp)]
+            entry_parts.append(entries)
+        del positions[: len(reduced)]
+        del decodable[: len(reduced)]
+
+    for k, (item, name) in enumerate(zip(items, names, strict=True)):
+        if type(item) is bytes or isinstance(item, Image.Image):
+            decodable.append(item)  # read_source would return bytes as they are
+            held += len(item) if type(item) is bytes else 0
         else:
-            values[k, 0], values[k, 1], low_information[k], values[k, 2], entries, note = result
-            entry_rows += _entry_rows(k, entries)
-            if note:
-                notes[k] = note
-    return values, low_information, errors, _entry_array(entry_rows), notes
+            try:
+                data = read_source(item, name, options)[1]
+            except ImageLoadError as exc:
+                errors[k] = exc.reason
+                continue
+            decodable.append(data)
+            held += len(data)
+        positions.append(k)
+        if len(positions) >= _BATCH_ITEMS or held >= _BATCH_BYTES:
+            flush()
+    flush()
+    entries = np.concatenate([_entry_array([]), *entry_parts])
+    return values, low_information, errors, entries, notes
+
+
+def hashes_and_notes(
+    sources: Sequence[str | bytes | Image.Image],
+    names: Sequence[str],
+    *,
+    decode: DecodeOptions | None = None,
+    dihedral: bool = False,
+) -> tuple[HashTable, dict[int, str]]:
+    """Hash a batch of images in this process, and return the decoder warnings unsaid.
+
+    What :func:`hash_sources` does with one chunk of its sources, for callers that
+    name the images and report their failures and warnings their own way (the
+    Hugging Face adapter, inside ``Dataset.map``): no process pool, no progress
+    bar, no ``on_error`` policy, no warning emitted. The hashes are those of
+    :func:`hash_image`, image for image.
+
+    Parameters
+    ----------
+    sources : sequence of str, bytes or PIL.Image.Image
+        Paths, encoded image bytes, or opened images.
+    names : sequence of str
+        What to call each image in the table (``HashTable.sources``) and in
+        decoder warnings.
+    decode : DecodeOptions, optional
+        Decoding settings shared by all images.
+    dihedral : bool, default False
+        Also hash each image in its canonical orientation(s)
+        (``HashTable.orientations``).
+
+    Returns
+    -------
+    table : HashTable
+        One row per source; unreadable rows have ``valid=False`` and a reason in
+        ``errors``.
+    notes : dict of int to str
+        Row -> the :class:`~leakaudit.loading.ImageDecodeWarning` text of images
+        that were hashed although Pillow warned about them.
+
+    Examples
+    --------
+    >>> from PIL import Image
+    >>> table, notes = hashes_and_notes([Image.new("L", (64, 64)), b"junk"], ["blank", "junk"])
+    >>> table.valid.tolist(), table.errors, notes
+    ([True, False], {1: 'not a recognised image format'}, {})
+    """
+    options = resolve_decode(decode)
+    check_bool("dihedral", dihedral)
+    if len(names) != len(sources):
+        raise ValueError(
+            f"names must have one entry per source (length {len(sources)}); "
+            f"got length {len(names)}."
+        )
+    values, low_information, errors, entries, notes = _hash_items(
+        list(sources), [str(name) for name in names], options, dihedral
+    )
+    valid = np.ones(len(values), dtype=np.bool_)
+    valid[list(errors)] = False
+    orientations = None
+    if dihedral:
+        orientations = OrientationHashes(
+            owner=entries[:, 0].astype(np.int64),
+            phash=entries[:, 1].copy(),
+            dhash=entries[:, 2].copy(),
+        )
+    table = HashTable(
+        sources=[str(name) for name in names],
+        phash=values[:, 0].copy(),
+        dhash=values[:, 1].copy(),
+        digest=values[:, 2].copy(),
+        low_information=low_information,
+        valid=valid,
+        errors=dict(sorted(errors.items())),
+        orientations=orientations,
+    )
+    return table, notes
 
 
 def _entry_array(rows: list[tuple[int, int, int]]) -> NDArray[np.uint64]:
@@ -1205,7 +1871,7 @@ class _Collector:
             return
         phash, dhash, low_information, digest, entries, note = result
         if entries:
-            self.entries.append(_entry_array(_entry_rows(index, entries)))
+            self.entries.append(_entry_array([(index, phash, dhash) for phash, dhash in entries]))
         if note:
             self.notes[index] = note
         self.values[index] = (phash, dhash, digest)
@@ -1416,13 +2082,13 @@ def hash_sources(
                 items, names, encoded, in_memory, options, n_workers, collector, bar, dihedral
             )
         else:
-            for i in range(n):
-                item = items[i]
-                if isinstance(item, Image.Image):
-                    collector.item(i, _hash_pil(item, names[i], options, dihedral))
-                else:
-                    collector.item(i, _hash_encoded(item, names[i], options, dihedral))
-                bar.update()
+            for start in range(0, n, _BATCH_ITEMS):
+                chunk = list(range(start, min(n, start + _BATCH_ITEMS)))
+                result = _hash_items(
+                    items[start : chunk[-1] + 1], names[start : chunk[-1] + 1], options, dihedral
+                )
+                collector.chunk(chunk, result)
+                bar.update(len(chunk))
     finally:
         bar.close()
 

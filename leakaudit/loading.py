@@ -62,10 +62,10 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import IO, NamedTuple, TypeAlias, cast
+from typing import IO, Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -82,6 +82,7 @@ __all__ = [
     "ReducedGrey",
     "grey_and_note_from_bytes",
     "grey_and_note_from_pil",
+    "greys_and_notes",
     "load_reduced_grey",
     "read_source",
     "resolve_decode",
@@ -367,8 +368,11 @@ def read_source(
         if not stat.S_ISREG(status.st_mode):
             kind = "is a directory" if os.path.isdir(name) else "not a regular file"
             raise ImageLoadError(name, kind)
+        options = resolve_decode(decode)
+        if status.st_size <= min(_IDENTIFY_ABOVE, options.max_file_bytes):
+            return name, _read_small(name, status.st_size, options.max_file_bytes)
         with open(name, "rb") as file:
-            return name, _read_checked(file, name, status.st_size, resolve_decode(decode))
+            return name, _read_checked(file, name, status.st_size, options)
     except FileNotFoundError:
         raise ImageLoadError(name, "file not found") from None
     except IsADirectoryError:
@@ -380,6 +384,44 @@ def read_source(
         raise
     except OSError as exc:
         raise ImageLoadError(name, f"cannot read file: {exc.strerror or exc}") from None
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+#: Most bytes asked of one ``os.read`` (a file that grew since it was stat-ed is read
+#: on up to ``max_file_bytes``, which must not be allocated up front).
+_READ_STEP = 4 * 2**20
+
+
+def _read_small(name: str, size: int, limit: int) -> bytes:
+    """:func:`_read_checked` for a file of at most ``_IDENTIFY_ABOVE`` bytes (no header check).
+
+    With ``os.read`` on a descriptor: a file object costs more than the read of
+    a small image.
+    """
+    descriptor = os.open(name, _READ_FLAGS)
+    try:
+        data = _read_up_to(descriptor, size + 1)
+        if len(data) > size:  # the file grew since it was stat-ed: read on, up to the limit
+            data += _read_up_to(descriptor, max(0, limit + 1 - len(data)))
+    finally:
+        os.close(descriptor)
+    if len(data) > limit:
+        raise ImageLoadError(
+            name, f"file too large: more than {limit} bytes (it grew while being read)"
+        )
+    return data
+
+
+def _read_up_to(descriptor: int, count: int) -> bytes:
+    """Read ``count`` bytes, or up to the end of the file when it has fewer (as ``read(count)``)."""
+    parts: list[bytes] = []
+    while count > 0:
+        part = os.read(descriptor, min(count, _READ_STEP))
+        if not part:
+            break
+        parts.append(part)
+        count -= len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _read_checked(file: IO[bytes], name: str, size: int, options: DecodeOptions) -> bytes:
@@ -519,67 +561,278 @@ def grey_and_note_from_bytes(
     """:func:`grey_from_bytes`, returning the text of its warning ("" when none) instead."""
     if not data:
         raise ImageLoadError(name, "empty file (0 bytes)")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        # Our own max_pixels check below replaces Pillow's warning.
-        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        try:
-            im = Image.open(io.BytesIO(data))
-            _check_declared_size(im.size, name, options)
-            size = im.size  # before a draft shrinks it
-            scale = reduction_scale(im.width, im.height, options.min_side)
-            drafted_box: Box | None = None
-            if im.format in ("JPEG", "MPO"):
-                if _jpeg_scans_short(data):
-                    raise ImageLoadError(name, "truncated image")
-                # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
-                # only the luma plane: the two big savings of the whole pipeline.
-                side = options.min_side or 1
-                drafted = im.draft("L", (side, side) if scale > 1 else None)
-                if drafted is not None:  # None: multi-tile JPEG, reduce after decoding
-                    # libjpeg rounds the size up, keeping the partial last block;
-                    # draft reports the region covering the original image,
-                    # (0, 0, W / scale, H / scale).
-                    drafted_box = drafted[1]
-                    scale = 1
-            im.load()
-            orientation = _orientation(im) if options.exif_transpose else 1
-            grey = _to_grey(im, options.background)
-        except ImageLoadError:
-            raise
-        except UnidentifiedImageError:
-            raise ImageLoadError(name, "not a recognised image format") from None
-        except Image.DecompressionBombError as exc:
-            raise _bomb_error(io.BytesIO(data), name, options, exc) from None
-        except MemoryError:
-            raise ImageLoadError(name, "out of memory while decoding") from None
-        except Exception as exc:  # Pillow raises many types for corrupt files
-            raise ImageLoadError(name, _describe_decode_error(exc)) from None
-        trim = options.trim_borders and trim_allowed(size)
-        reduced = _finish(grey, scale, orientation, drafted_box, trim=trim)
-    return reduced, _decode_note(name, caught)
+    return _one(greys_and_notes([data], [name], options), name)
 
 
 def grey_and_note_from_pil(
     image: Image.Image, name: str, options: DecodeOptions
 ) -> tuple[ReducedGrey, str]:
     """:func:`grey_from_pil`, returning the text of its warning ("" when none) instead."""
+    return _one(greys_and_notes([image], [name], options), name)
+
+
+def _one(
+    batch: tuple[list[ReducedGrey | str], dict[int, str]], name: str
+) -> tuple[ReducedGrey, str]:
+    (result,), notes = batch
+    if isinstance(result, str):
+        raise ImageLoadError(name, result)
+    return result, notes.get(0, "")
+
+
+class _Small(NamedTuple):
+    """A decoded image whose pixels are not taken out yet: mode "L", reduced, not yet upright.
+
+    ``core`` is the Pillow image core; ``box`` (None: the whole image) and
+    ``transpose`` (None: none) are still in stored coordinates.
+    """
+
+    core: Any
+    width: int
+    height: int
+    box: Box | None
+    transpose: Image.Transpose | None
+    trim: bool
+
+
+#: Decoded images up to this many pixels have their pixels taken out together with the
+#: others of their size (one copy for all of them); larger ones on their own.
+_SHARED_COPY_PIXELS = 1 << 18
+
+
+def greys_and_notes(
+    sources: Sequence[bytes | Image.Image],
+    names: Sequence[str],
+    options: DecodeOptions,
+    *,
+    pixel_budget: int | None = None,
+) -> tuple[list[ReducedGrey | str], dict[int, str]]:
+    """:func:`grey_and_note_from_bytes` / :func:`grey_and_note_from_pil` for several images.
+
+    Returns, per source, its :class:`ReducedGrey` or why it could not be read,
+    and the decoder warnings of the images that were read (position -> the text
+    :func:`grey_and_note_from_bytes` returns). The same pipeline image for image,
+    with the per-image costs that do not depend on the image paid once: one
+    warnings context for the batch, and one copy of the pixels out of Pillow for
+    all images of one size.
+
+    With ``pixel_budget``, decoding stops after the image that brings the pixels
+    held to the budget: the results then cover only the first sources (at least
+    one), and the caller goes on with the rest once it has used these.
+
+    Examples
+    --------
+    >>> greys, notes = greys_and_notes(
+    ...     [Image.new("RGB", (640, 480), "teal"), b"junk"], ["a", "b"], DecodeOptions()
+    ... )
+    >>> greys[0].pixels.shape, greys[1], notes
+    ((120, 160), 'not a recognised image format', {})
+    """
+    results: list[ReducedGrey | str] = []
+    held = 0
+    spans: dict[int, tuple[int, int]] = {}
+    pending: dict[tuple[int, int], list[tuple[int, _Small]]] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            _check_declared_size(image.size, name, options)
-            scale = reduction_scale(image.width, image.height, options.min_side)
-            orientation = _orientation(image) if options.exif_transpose else 1
-            grey = _to_grey(image, options.background)
-        except ImageLoadError:
-            raise
-        except MemoryError:
-            raise ImageLoadError(name, "out of memory while decoding") from None
-        except Exception as exc:
-            raise ImageLoadError(name, _describe_decode_error(exc)) from None
-        trim = options.trim_borders and trim_allowed(image.size)
-        reduced = _finish(grey, scale, orientation, None, trim=trim)
-    return reduced, _decode_note(name, caught)
+        # Our own max_pixels check replaces Pillow's warning.
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        for position, (source, name) in enumerate(zip(sources, names, strict=True)):
+            start = len(caught)
+            try:
+                if isinstance(source, Image.Image):
+                    small = _small_from_pil(source, name, options)
+                else:
+                    small = _small_from_bytes(source, name, options)
+            except ImageLoadError as exc:  # its warnings go with it, as for one image
+                results.append(exc.reason)
+                continue
+            if len(caught) > start:
+                spans[position] = (start, len(caught))
+            results.append("")  # filled in below
+            if small.width * small.height <= _SHARED_COPY_PIXELS:
+                pending.setdefault((small.width, small.height), []).append((position, small))
+            else:
+                results[position] = _upright(
+                    _pixels_of(small.core, small.width, small.height), small
+                )
+            held += small.width * small.height
+            if pixel_budget is not None and held >= pixel_budget:
+                break
+        for (width, height), group in pending.items():
+            # One canvas for every image of this size: pasting a core is a memcpy,
+            # and one tobytes replaces an encoder set-up per image.
+            canvas = Image.new("L", (width, height * len(group)))
+            for k, (_, small) in enumerate(group):
+                canvas.im.paste(small.core, (0, k * height, width, (k + 1) * height))
+            stack = np.frombuffer(canvas.tobytes(), dtype=np.uint8).reshape(-1, height, width)
+            flat_edges = _flat_edges(stack) if any(small.trim for _, small in group) else None
+            for k, (position, small) in enumerate(group):
+                if small.transpose is None and not small.trim:
+                    results[position] = ReducedGrey(stack[k], small.box)  # the usual case
+                    continue
+                trim = small.trim and flat_edges is not None and bool(flat_edges[k])
+                results[position] = _upright(stack[k], small, trim=trim)
+    notes: dict[int, str] = {}
+    for position, (start, stop) in spans.items():
+        note = _decode_note(names[position], caught[start:stop])
+        if note:
+            notes[position] = note
+    return results, notes
+
+
+def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
+    """Decode encoded bytes (inside the caller's warnings context); raises ImageLoadError."""
+    if not data:
+        raise ImageLoadError(name, "empty file (0 bytes)")
+    try:
+        im = Image.open(io.BytesIO(data))
+        _check_declared_size(im.size, name, options)
+        size = im.size  # before a draft shrinks it
+        scale = reduction_scale(im.width, im.height, options.min_side)
+        drafted_box: Box | None = None
+        if im.format in ("JPEG", "MPO"):
+            if _jpeg_scans_short(data):
+                raise ImageLoadError(name, "truncated image")
+            # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
+            # only the luma plane: the two big savings of the whole pipeline.
+            side = options.min_side or 1
+            drafted = im.draft("L", (side, side) if scale > 1 else None)
+            if drafted is not None:  # None: multi-tile JPEG, reduce after decoding
+                # libjpeg rounds the size up, keeping the partial last block;
+                # draft reports the region covering the original image,
+                # (0, 0, W / scale, H / scale).
+                drafted_box = drafted[1]
+                scale = 1
+        im.load()
+        orientation = _loaded_orientation(im) if options.exif_transpose else 1
+        core = _plain_grey_core(im) if scale == 1 else None
+        grey = _to_grey(im, options.background) if core is None else None
+    except ImageLoadError:
+        raise
+    except UnidentifiedImageError:
+        raise ImageLoadError(name, "not a recognised image format") from None
+    except Image.DecompressionBombError as exc:
+        raise _bomb_error(io.BytesIO(data), name, options, exc) from None
+    except MemoryError:
+        raise ImageLoadError(name, "out of memory while decoding") from None
+    except Exception as exc:  # Pillow raises many types for corrupt files
+        raise ImageLoadError(name, _describe_decode_error(exc)) from None
+    trim = options.trim_borders and trim_allowed(size)
+    if core is not None:
+        width, height = im.size
+        box = drafted_box
+        if box == (0.0, 0.0, float(width), float(height)):
+            box = None
+        return _Small(core, width, height, box, _TRANSPOSE_FOR_ORIENTATION.get(orientation), trim)
+    assert grey is not None
+    return _reduce(grey, scale, orientation, drafted_box, trim)
+
+
+def _small_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> _Small:
+    """The same for an opened image (never modified); raises ImageLoadError."""
+    try:
+        _check_declared_size(image.size, name, options)
+        scale = reduction_scale(image.width, image.height, options.min_side)
+        orientation = _orientation(image) if options.exif_transpose else 1
+        grey = _to_grey(image, options.background)
+    except ImageLoadError:
+        raise
+    except MemoryError:
+        raise ImageLoadError(name, "out of memory while decoding") from None
+    except Exception as exc:
+        raise ImageLoadError(name, _describe_decode_error(exc)) from None
+    trim = options.trim_borders and trim_allowed(image.size)
+    return _reduce(grey, scale, orientation, None, trim)
+
+
+def _plain_grey_core(im: Image.Image) -> Any:
+    """The "L" core of a loaded image that needs no flattening (L or RGB), else None.
+
+    What :func:`_to_grey` returns for these, without the wrapping Image: an "L"
+    image without transparency is itself, an RGB one is ``convert("L")``, which
+    is this same core conversion (the dither argument only matters for modes
+    "1" and "P").
+    """
+    if "transparency" in im.info:
+        return None
+    if im.mode == "L":
+        return im.im
+    if im.mode == "RGB":
+        return im.im.convert("L", Image.Dither.FLOYDSTEINBERG)
+    return None
+
+
+def _reduce(
+    grey: Image.Image, scale: int, orientation: int, drafted_box: Box | None, trim: bool
+) -> _Small:
+    """Reduce by ``scale`` and find the hash box; the EXIF ``orientation`` is left to apply.
+
+    ``drafted_box`` is the region ``Image.draft`` reported for a JPEG that
+    libjpeg already reduced (``scale`` is then 1); None for everything else.
+    A reduction keeps the partial last block (``Image.reduce`` averages the
+    pixels there) and the box covers the original image exactly, the partial
+    block by its true fraction. For images reduced here, a remainder and an
+    EXIF orientation make the full-size image be transposed first, so the
+    blocks start at the displayed top-left corner as in the upright original;
+    a drafted JPEG's blocks are fixed by libjpeg, so its box is transposed with
+    the pixels instead (:func:`_upright`).
+    """
+    transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
+    box: Box | None = None
+    if drafted_box is not None:
+        box = drafted_box
+    elif scale > 1:
+        if transpose is not None and (grey.width % scale or grey.height % scale):
+            grey = grey.transpose(transpose)
+            transpose = None
+        width, height = grey.size
+        grey = grey.reduce(scale)
+        box = (0.0, 0.0, width / scale, height / scale)
+    if box == (0.0, 0.0, float(grey.width), float(grey.height)):
+        box = None
+    grey.load()  # a caller's lazily opened image: what tobytes() would do
+    return _Small(grey.im, grey.width, grey.height, box, transpose, trim)
+
+
+def _pixels_of(core: Any, width: int, height: int) -> NDArray[np.uint8]:
+    """The pixels of an "L" core as a (read-only) array."""
+    image = Image.new("L", (width, height))
+    image.im.paste(core, (0, 0, width, height))
+    return np.frombuffer(image.tobytes(), dtype=np.uint8).reshape(height, width)
+
+
+def _upright(pixels: NDArray[np.uint8], small: _Small, *, trim: bool | None = None) -> ReducedGrey:
+    """Apply the EXIF transpose (a numpy view: no copy) to pixels and box, then the trim.
+
+    With ``trim``, uniform borders of the upright pixels are cut off
+    (:func:`trim_box`): the pixels become a view of the rows and columns the
+    trimmed box touches, again no copy. ``trim=False`` where the caller knows
+    that no edge line is flat (:func:`_flat_edges`): nothing would be trimmed.
+    """
+    box = small.box
+    transpose = small.transpose
+    if transpose is not None:
+        pixels = _ARRAY_TRANSPOSE[transpose](pixels)
+        if box is not None:
+            box = _BOX_TRANSPOSE[transpose](box, small.width, small.height)
+    if small.trim if trim is None else trim:
+        return _apply_trim(pixels, box)
+    return ReducedGrey(pixels, box)
+
+
+def _flat_edges(stack: NDArray[np.uint8]) -> NDArray[np.bool_]:
+    """Per image of a ``(k, height, width)`` stack: is one of its four edge lines flat?
+
+    :func:`trim_box` trims nothing unless the first or last row or column of the
+    image is flat (:func:`_trim_axis`'s first test; the columns it tests are
+    whole when no row is trimmed, and a transpose maps edge lines to edge
+    lines), so images without one skip it.
+    """
+    spread = 2 * TRIM_TOLERANCE
+    flat = np.zeros(len(stack), dtype=np.bool_)
+    for line in (stack[:, 0, :], stack[:, -1, :], stack[:, :, 0], stack[:, :, -1]):
+        flat |= line.max(axis=1).astype(np.int16) - line.min(axis=1) <= spread
+    return flat
 
 
 def _decode_note(name: str, caught: list[warnings.WarningMessage]) -> str:
@@ -603,54 +856,6 @@ def _decode_note(name: str, caught: list[warnings.WarningMessage]) -> str:
     if not texts:
         return ""
     return f"{name}: decoded despite warnings: {'; '.join(texts)}"
-
-
-def _finish(
-    grey: Image.Image,
-    scale: int,
-    orientation: int,
-    drafted_box: Box | None,
-    *,
-    trim: bool = False,
-) -> ReducedGrey:
-    """Reduce by ``scale``, apply the EXIF ``orientation``, and find the hash box.
-
-    ``drafted_box`` is the region ``Image.draft`` reported for a JPEG that
-    libjpeg already reduced (``scale`` is then 1); None for everything else.
-    A reduction keeps the partial last block (``Image.reduce`` averages the
-    pixels there) and the box covers the original image exactly, the partial
-    block by its true fraction. For images reduced here, a remainder and an
-    EXIF orientation make the full-size image be transposed first, so the
-    blocks start at the displayed top-left corner as in the upright original;
-    a drafted JPEG's blocks are fixed by libjpeg, so its box is transposed with
-    the pixels instead.
-
-    The transpose after reducing is a numpy view: no copy. With ``trim``, uniform
-    borders of the upright pixels are then cut off (:func:`trim_box`): the pixels
-    become a view of the rows and columns the trimmed box touches, again no copy.
-    """
-    transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
-    box: Box | None = None
-    if drafted_box is not None:
-        box = drafted_box
-    elif scale > 1:
-        if transpose is not None and (grey.width % scale or grey.height % scale):
-            grey = grey.transpose(transpose)
-            transpose = None
-        width, height = grey.size
-        grey = grey.reduce(scale)
-        box = (0.0, 0.0, width / scale, height / scale)
-    # frombuffer(tobytes()) is the cheapest way from a small "L" image to an array.
-    pixels = np.frombuffer(grey.tobytes(), dtype=np.uint8).reshape(grey.height, grey.width)
-    if box == (0.0, 0.0, float(grey.width), float(grey.height)):
-        box = None
-    if transpose is not None:
-        pixels = _ARRAY_TRANSPOSE[transpose](pixels)
-        if box is not None:
-            box = _BOX_TRANSPOSE[transpose](box, grey.width, grey.height)
-    if trim:
-        return _apply_trim(pixels, box)
-    return ReducedGrey(pixels, box)
 
 
 # Border trimming (DecodeOptions.trim_borders), on the reduced upright grey pixels.
@@ -1002,6 +1207,8 @@ _FRAME_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 # marker; anything else ends the scan.
 _SCAN_END = re.compile(rb"\xff[^\x00\xd0-\xd7]")
 _RESTART_MARKER = re.compile(rb"\xff[\xd0-\xd7]")
+# Markers whose segments the walk reads (frames, restart interval, scans); it skips the others.
+_WALKED_MARKERS = _FRAME_MARKERS | {0xDA, 0xDD}
 # A frame: (SOF marker, width, height, {component id: (h, v) sampling}, max h, max v).
 _Frame: TypeAlias = "tuple[int, int, int, dict[int, tuple[int, int]], int, int]"
 
@@ -1020,12 +1227,54 @@ def _jpeg_scans_short(data: bytes) -> bool:
     coded. Anything unusual (arithmetic coding, lossless or hierarchical
     frames, a height given later by a DNL marker, bytes between segments,
     malformed headers) gives False: libjpeg judges those.
+
+    The walk up to the first scan depends only on the bytes before that scan's
+    data, which the JPEGs of one dataset (one encoder, size and quality) often
+    share byte for byte: that part of the walk is remembered for the last header
+    seen, and a file starting with the same bytes continues from there.
     """
-    size = len(data)
-    pos = 2  # after SOI
-    frame: _Frame | None = None
-    restart = 0
+    remembered = _last_jpeg_header
+    if remembered is not None and data.startswith(remembered[0]):
+        first = remembered[1]
+    else:
+        walked = _jpeg_walk(data, 2, None, 0, set(), first=True)  # 2: after SOI
+        if isinstance(walked, bool):
+            return walked
+        first = walked
+        _remember_jpeg_header(data[: first[2]], first)
+    frame, restart, end, scan = first
     dc_coded: set[int] = set()
+    verdict, pos = _jpeg_scan_check(data, frame, restart, end, scan, dc_coded)
+    if verdict is not None:
+        return verdict
+    result = _jpeg_walk(data, pos, frame, restart, dc_coded, first=False)
+    assert isinstance(result, bool)
+    return result
+
+
+# (frame, restart interval, end of the scan header, the scan) at a JPEG's first scan.
+_FirstScan: TypeAlias = "tuple[_Frame, int, int, tuple[list[int], int, int, int]]"
+# The bytes up to the end of the first scan header of the last JPEG walked, and what
+# the walk found there (see _jpeg_scans_short); replaced whole, never mutated.
+_last_jpeg_header: tuple[bytes, _FirstScan] | None = None
+
+
+def _remember_jpeg_header(header: bytes, first: _FirstScan) -> None:
+    global _last_jpeg_header
+    _last_jpeg_header = (header, first)
+
+
+def _jpeg_walk(
+    data: bytes,
+    pos: int,
+    frame: _Frame | None,
+    restart: int,
+    dc_coded: set[int],
+    *,
+    first: bool,
+) -> bool | _FirstScan:
+    """Walk the markers from ``pos``: the verdict, or (``first``) the state at the first scan."""
+    size = len(data)
     while pos + 1 < size:
         if data[pos] != 0xFF:
             return False
@@ -1041,49 +1290,78 @@ def _jpeg_scans_short(data: bytes) -> bool:
         if pos + 4 > size:
             return False
         body = pos + 4
-        end = pos + 2 + int.from_bytes(data[pos + 2 : pos + 4], "big")
+        end = pos + 2 + (data[pos + 2] << 8 | data[pos + 3])
         if end < body or end > size:
             return False
-        if marker in _FRAME_MARKERS:
-            if frame is not None or marker not in _HUFFMAN_FRAMES:
-                return False
-            frame = _jpeg_frame(data[body:end], marker)
-            if frame is None:
-                return False
-        elif marker == 0xDD and end - body >= 2:  # DRI
-            restart = int.from_bytes(data[body : body + 2], "big")
+        if marker not in _WALKED_MARKERS:
+            pos = end
         elif marker == 0xDA:  # SOS: the scan header, then entropy-coded data
             if frame is None:
                 return False
             scan = _jpeg_scan(data[body:end], frame)
             if scan is None:
                 return False
-            ids, units, blocks, spectral_start = scan
-            if spectral_start == 0:
-                # The scan's data must not end (at a marker, or the end of the file)
-                # within its first `need` bytes; only that window is searched.
-                need = _ceil_div(blocks * _HUFFMAN_FRAMES[frame[0]], 8)
-                if end + need > size:
-                    return True
-                early = _SCAN_END.search(data, end, end + need + 1)
-                if early is not None and early.start() < end + need:
-                    return True
-                dc_coded.update(ids)
-            if not restart and dc_coded.issuperset(frame[3]):
-                # Nothing further can be short: AC scans give no bound (the usual
-                # baseline file is one scan and ends here, without reading it all).
+            if first:
+                return frame, restart, end, scan
+            verdict, pos = _jpeg_scan_check(data, frame, restart, end, scan, dc_coded)
+            if verdict is not None:
+                return verdict
+        elif marker == 0xDD:  # DRI
+            if end - body >= 2:
+                restart = data[body] << 8 | data[body + 1]
+            pos = end
+        else:  # a start-of-frame marker
+            if frame is not None or marker not in _HUFFMAN_FRAMES:
                 return False
-            found = _SCAN_END.search(data, end)
-            stop = found.start() if found is not None else size
-            if (
-                restart
-                and len(_RESTART_MARKER.findall(data, end, stop)) < _ceil_div(units, restart) - 1
-            ):
-                return True
-            pos = stop
-            continue
-        pos = end
+            frame = _jpeg_frame(data[body:end], marker)
+            if frame is None:
+                return False
+            pos = end
     return False  # no EOI: Pillow reports a file that ends inside a scan as truncated
+
+
+def _jpeg_scan_check(
+    data: bytes,
+    frame: _Frame,
+    restart: int,
+    end: int,
+    scan: tuple[list[int], int, int, int],
+    dc_coded: set[int],
+) -> tuple[bool | None, int]:
+    """Check one scan whose data starts at ``end``: ``(verdict, None to go on; where)``."""
+    ids, units, blocks, spectral_start = scan
+    size = len(data)
+    if spectral_start == 0:
+        # The scan's data must not end (at a marker, or the end of the file)
+        # within its first `need` bytes; only that window is searched.
+        need = _ceil_div(blocks * _HUFFMAN_FRAMES[frame[0]], 8)
+        if end + need > size:
+            return True, end
+        if _scan_ends_within(data, end, end + need):
+            return True, end
+        dc_coded.update(ids)
+    if not restart and dc_coded.issuperset(frame[3]):
+        # Nothing further can be short: AC scans give no bound (the usual
+        # baseline file is one scan and ends here, without reading it all).
+        return False, end
+    found = _SCAN_END.search(data, end)
+    stop = found.start() if found is not None else size
+    if restart and len(_RESTART_MARKER.findall(data, end, stop)) < _ceil_div(units, restart) - 1:
+        return True, end
+    return None, stop
+
+
+def _scan_ends_within(data: bytes, start: int, stop: int) -> bool:
+    """Whether entropy-coded data starting at ``start`` ends (at a marker) before ``stop``.
+
+    That is, whether ``_SCAN_END`` matches at a position in ``[start, stop)``.
+    Usually every 0xFF byte there is stuffing (0xFF 0x00): two C-level counts
+    say so without the regular expression walking the window byte by byte.
+    """
+    if data.count(b"\xff", start, stop) == data.count(b"\xff\x00", start, stop + 1):
+        return False  # each 0xFF in the window is followed by 0x00: no marker
+    early = _SCAN_END.search(data, start, stop + 1)
+    return early is not None and early.start() < stop
 
 
 def _ceil_div(numerator: int, denominator: int) -> int:
@@ -1094,20 +1372,20 @@ def _jpeg_frame(segment: bytes, marker: int) -> _Frame | None:
     """The frame an SOF segment declares (see ``_Frame``), None when malformed."""
     if len(segment) < 6:
         return None
-    height = int.from_bytes(segment[1:3], "big")
-    width = int.from_bytes(segment[3:5], "big")
+    height = segment[1] << 8 | segment[2]
+    width = segment[3] << 8 | segment[4]
     count = segment[5]
     if not width or not height or not count or len(segment) < 6 + 3 * count:
         return None
     components: dict[int, tuple[int, int]] = {}
-    for k in range(count):
-        sampling = segment[7 + 3 * k]
+    h_max = v_max = 0
+    for k in range(7, 7 + 3 * count, 3):
+        sampling = segment[k]
         h, v = sampling >> 4, sampling & 15
         if not h or not v:
             return None
-        components[segment[6 + 3 * k]] = (h, v)
-    h_max = max(h for h, _ in components.values())
-    v_max = max(v for _, v in components.values())
+        components[segment[k - 1]] = (h, v)
+        h_max, v_max = max(h_max, h), max(v_max, v)
     return marker, width, height, components, h_max, v_max
 
 
@@ -1117,17 +1395,41 @@ def _jpeg_scan(segment: bytes, frame: _Frame) -> tuple[list[int], int, int, int]
     count = segment[0] if segment else 0
     if not count or len(segment) < 4 + 2 * count:
         return None
-    ids = [segment[1 + 2 * k] for k in range(count)]
-    if any(i not in components for i in ids):
-        return None
+    ids = list(segment[1 : 1 + 2 * count : 2])
+    for component in ids:
+        if component not in components:
+            return None
     if count == 1:  # non-interleaved: one block per MCU, the component's own size
         h, v = components[ids[0]]
         columns = _ceil_div(_ceil_div(width * h, h_max), 8)
         rows = _ceil_div(_ceil_div(height * v, v_max), 8)
         return ids, columns * rows, columns * rows, segment[1 + 2 * count]
     units = _ceil_div(width, 8 * h_max) * _ceil_div(height, 8 * v_max)
-    per_unit = sum(components[i][0] * components[i][1] for i in ids)
+    per_unit = 0
+    for component in ids:
+        h, v = components[component]
+        per_unit += h * v
     return ids, units, units * per_unit, segment[1 + 2 * count]
+
+
+def _loaded_orientation(im: Image.Image) -> int:
+    """:func:`_orientation` of an image opened here and loaded, without parsing for nothing.
+
+    ``getexif`` reads the orientation from ``info`` (EXIF bytes, a PNG's raw
+    profile, XMP) or a TIFF's tags; an image with none of them has orientation 1,
+    which building an empty ``Exif`` to say so costs as much as copying its pixels.
+    """
+    info = im.info
+    if (
+        getattr(im, "_exif", None) is None
+        and not hasattr(im, "tag_v2")
+        and not info.get("exif")
+        and not info.get("Raw profile type exif")
+        and not info.get("XML:com.adobe.xmp")
+        and not info.get("xmp")
+    ):
+        return 1
+    return _orientation(im)
 
 
 def _orientation(im: Image.Image) -> int:

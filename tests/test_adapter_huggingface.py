@@ -345,3 +345,45 @@ def test_path_cells_use_the_hash_cache(tmp_path: Path) -> None:
     parts = leak_free_split(dd["train"], {"a": 0.5, "b": 0.5}, seed=0, cache=folder,
                             progress=False)  # fmt: skip
     assert sum(len(p) for p in parts.splits.values()) == 2
+
+
+@pytest.mark.parametrize("audit", [False, True])
+def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool) -> None:
+    """A map batch is hashed as one batch; every row equals hash_image of its cell."""
+    from leakaudit.hashing import hash_image
+    from leakaudit.loading import DecodeOptions
+
+    decode = DecodeOptions(crop_entries=audit)
+    stored = tmp_path / "stored.png"
+    stored.write_bytes(encode(photo_like_image(7, (40, 30)), "PNG"))
+    cells = [cell(encode(photo_like_image(i, SIZE), quality=90)) for i in range(12)]
+    cells += [cell(encode(photo_like_image(i, (32, 32)), "PNG"), None) for i in range(12, 20)]
+    cells[3] = cell(b"not an image")
+    cells[9] = cell(encode(photo_like_image(9, SIZE))[:400])  # truncated
+    cells[14] = cell(encode(PILImage.new("RGB", (64, 48), (20, 40, 60)), "PNG"))  # blank
+    cells.append({"bytes": None, "path": str(stored)})  # a file, read from its path
+    dataset = Dataset.from_dict({"image": cells}, features=Features({"image": Image()}))
+    hashed = hash_dataset(
+        dataset, batch_size=7, progress=False, decode=decode, dihedral=audit, cache=False
+    )
+    for row, source in enumerate(cells):
+        got = hashed[row]
+        try:
+            want = hash_image(
+                source["bytes"] if source["bytes"] is not None else source["path"],
+                decode=decode,
+                dihedral=audit,
+            )
+        except ImageLoadError as exc:
+            assert got["error"] == exc.reason
+            continue
+        assert got["error"] is None
+        assert (got["phash"], got["dhash"], got["digest"], got["low_information"]) == (
+            want.phash,
+            want.dhash,
+            want.digest,
+            want.low_information,
+        )
+        if audit:
+            pairs = list(zip(got["orientation_phash"], got["orientation_dhash"], strict=True))
+            assert pairs == list(want.orientations)
