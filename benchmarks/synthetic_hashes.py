@@ -1,4 +1,4 @@
-"""Synthetic 64-bit hash sets for the search and grouping benchmarks: uniform, clumpy (dHash-like).
+"""Synthetic 64-bit hash sets for the search and grouping benchmarks: uniform, clumpy, pairs.
 
 Uniform random hashes are the easy case for banding indexes: every band key is equally likely.
 Real perceptual hashes are not: measured on 23k real images, 21-bit bands of dHash values collided
@@ -11,6 +11,9 @@ with 1/f amplitudes, as natural images have after a 9x8 downscale) with the real
 - exact copies;
 - near-blank images: hash 0 with 0-2 bits set (flat images make all-zero dHashes);
 - chains A~B~C...: each link a couple of bits from the previous one, ends far apart.
+
+:func:`clumpy_hash_pairs` makes the (pHash, dHash) pair of each row from one image model, so that
+near-duplicates are near in both hashes, as they are on real photos (see its docstring).
 
 :func:`band_collision_ratio` measures the clumpiness the way it was measured on real data, so the
 benchmark can print it next to its timings.
@@ -158,6 +161,191 @@ def band_collision_ratio(
         for band in range(3)
     ]
     return float(np.mean(rates) * 2.0**width)
+
+
+# --------------------------------------------------------------------------------------------------
+# pHash + dHash pairs from one image model
+
+# The image model of :func:`clumpy_hash_pairs`: the 8 x 8 low-frequency DCT coefficients of an
+# image, drawn from a few "scene" directions (photos share their broad layouts: sky above, subject
+# in the middle) plus an independent part, weighted 1/f**1.5, and a per-image texture on the dHash
+# grid (smooth photos have little, busy ones a lot: its level is log-normal).
+_PAIR_SIDE = 8
+_SCENE_DIMENSIONS = 6
+_INDEPENDENT_SHARE = 0.5
+_SPECTRUM_EXPONENT = 1.5
+_TEXTURE = 0.03
+_BRIGHTNESS = 5.0
+
+
+def _pair_model() -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]:
+    """The 1/f amplitudes, the fixed scene directions, and the DCT basis on the dHash grid."""
+    u, v = np.meshgrid(np.arange(_PAIR_SIDE), np.arange(_PAIR_SIDE), indexing="ij")
+    frequency = (u + v).ravel().astype(np.float32)
+    amplitude = np.where(
+        frequency == 0, 0.0, np.maximum(frequency, 1.0) ** -_SPECTRUM_EXPONENT
+    ).astype(np.float32)
+    scenes = (
+        np.random.default_rng(123)
+        .standard_normal((_SCENE_DIMENSIONS, _PAIR_SIDE**2))
+        .astype(np.float32)
+    )
+    rows = (np.arange(8) + 0.5) / 8
+    cols = (np.arange(9) + 0.5) / 9
+    basis = np.array(
+        [
+            np.outer(np.cos(np.pi * a * rows), np.cos(np.pi * b * cols)).ravel()
+            for a in range(_PAIR_SIDE)
+            for b in range(_PAIR_SIDE)
+        ],
+        dtype=np.float32,
+    )
+    return amplitude, scenes, basis
+
+
+def _pack_msb_first(bits: NDArray[np.bool_]) -> NDArray[np.uint64]:
+    """Rows of 64 bits as uint64, the first bit most significant (leakaudit's bit order)."""
+    return np.packbits(bits, axis=1).view(">u8").reshape(-1).astype(np.uint64)
+
+
+def _hashes_of_coefficients(
+    coefficients: NDArray[np.float32], texture: NDArray[np.float32], basis: NDArray[np.float32]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """pHash (coefficient above the median of the 64) and dHash (of the image on the 9 x 8 grid)."""
+    median = np.median(coefficients, axis=1, keepdims=True)
+    phash = _pack_msb_first(coefficients > median)
+    grid = (coefficients @ basis + texture).reshape(-1, 8, 9)
+    dhash = _pack_msb_first((grid[:, :, 1:] > grid[:, :, :-1]).reshape(-1, 64))
+    return phash, dhash
+
+
+def clumpy_hash_pairs(
+    n: int,
+    *,
+    seed: int = 0,
+    duplicate_fraction: float = 0.10,
+    copy_fraction: float = 0.03,
+    blank_fraction: float = 0.02,
+    chain_fraction: float = 0.01,
+    perturbation: float = 0.02,
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """Return ``(phash, dhash)`` of ``n`` synthetic photos, near-duplicates near in both hashes.
+
+    Each image is its 8 x 8 low-frequency DCT coefficients: an equal mix of six fixed "scene"
+    directions and an independent part, weighted ``1/f**1.5``, with a constant brightness. Its
+    pHash is the real rule (coefficient above the median of the 64, so exactly 32 bits are set
+    and pHash distances are even) and its dHash is the real rule applied to the image those
+    coefficients make on the 9 x 8 grid, plus a per-image texture (log-normal level). The model
+    was tuned to the rates measured on real photos (``benchmarks/RESULTS.md``, "Detection
+    quality"; real values in brackets), on pairs of unrelated originals: pHash <= 8 in
+    2.4 per million [8.7], dHash <= 5 in 540 per million [318], both <= 8 in 0.24 per million
+    [0.22]; pHash distance percentiles 0.001/0.01/0.1/1/50% of 10/12/16/18/32 [10/14/18/22/32],
+    dHash 1/3/7/12/32 [0/3/9/19/32]: a little clumpier than real photos, the harder case for
+    a banded search.
+
+    Planted, like :func:`clumpy_hashes`, in shares of the rows:
+
+    - near-duplicates: an original's coefficients plus a small perturbation (a re-encode), about
+      2 bits apart in each hash (99% within 6);
+    - exact copies of both hashes;
+    - near-blank images: dHash 0 with 0-2 bits set and a random pHash with 32 bits set (a flat
+      image's pHash is noise);
+    - chains of 10 links, each a perturbation of the previous one.
+
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    seed : int
+        Seed of everything random.
+    duplicate_fraction, copy_fraction, blank_fraction, chain_fraction : float
+        Shares of the rows planted as above.
+    perturbation : float
+        Size of a near-duplicate's change, relative to each coefficient's amplitude.
+
+    Examples
+    --------
+    >>> phash, dhash = clumpy_hash_pairs(10_000, seed=0)
+    >>> phash.shape, dhash.shape, int(np.bitwise_count(phash[0]))
+    ((10000,), (10000,), 32)
+    """
+    rng = np.random.default_rng(seed)
+    amplitude, scenes, basis = _pair_model()
+    grid = basis.shape[1]
+    noise_scale = amplitude * np.sqrt(
+        np.arange(_PAIR_SIDE**2) % _PAIR_SIDE + np.arange(_PAIR_SIDE**2) // _PAIR_SIDE + 1.0
+    )
+    noise_scale = (perturbation * noise_scale).astype(np.float32)
+    phash = np.empty(n, dtype=np.uint64)
+    dhash = np.empty(n, dtype=np.uint64)
+    shares = (duplicate_fraction, copy_fraction, blank_fraction, chain_fraction)
+    for start in range(0, n, _CHUNK):
+        size = min(_CHUNK, n - start)
+        scene = rng.standard_normal((size, _SCENE_DIMENSIONS), dtype=np.float32) @ scenes
+        coefficients = (1.0 - _INDEPENDENT_SHARE) / np.sqrt(_SCENE_DIMENSIONS) * scene
+        coefficients += _INDEPENDENT_SHARE * rng.standard_normal(scene.shape, dtype=np.float32)
+        del scene
+        coefficients *= amplitude
+        coefficients[:, 0] = _BRIGHTNESS
+        level = _TEXTURE * np.exp(rng.standard_normal((size, 1), dtype=np.float32))
+        texture = level * rng.standard_normal((size, grid), dtype=np.float32)
+        del level
+        rows = rng.permutation(size)
+        cut = np.cumsum([int(size * share) for share in shares])
+        duplicates, copies, blanks, chains, originals = np.split(rows, cut)
+        if originals.size:
+            source = rng.choice(originals, size=duplicates.size)
+            coefficients[duplicates] = coefficients[source] + noise_scale * rng.standard_normal(
+                (duplicates.size, _PAIR_SIDE**2), dtype=np.float32
+            )
+            texture[duplicates] = texture[source]
+            for chain in np.array_split(chains, max(1, chains.size // 10)):
+                if chain.size == 0:
+                    continue
+                steps = noise_scale * rng.standard_normal(
+                    (chain.size, _PAIR_SIDE**2), dtype=np.float32
+                )
+                start_row = rng.choice(originals)
+                steps[0] = coefficients[start_row]
+                coefficients[chain] = np.cumsum(steps, axis=0)
+                texture[chain] = texture[start_row]
+        block_phash, block_dhash = _hashes_of_coefficients(coefficients, texture, basis)
+        del coefficients, texture
+        if originals.size:
+            copied = rng.choice(originals, size=copies.size)
+            block_phash[copies] = block_phash[copied]
+            block_dhash[copies] = block_dhash[copied]
+        half = np.argsort(rng.random((blanks.size, 64)), axis=1) < 32
+        block_phash[blanks] = _pack_msb_first(half)
+        block_dhash[blanks] = _random_flips(rng, blanks.size, 2)
+        phash[start : start + size] = block_phash
+        dhash[start : start + size] = block_dhash
+    return phash, dhash
+
+
+def cached_pairs(n: int, *, seed: int = 0) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """Return :func:`clumpy_hash_pairs` ``(phash, dhash)`` of size ``n``, cached under ``_data``.
+
+    The two arrays are separate ``.npy`` files, so that they can be opened as memory maps.
+    """
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    paths = [DATA_DIR / f"pairs_clumpy_{n}_{seed}_{name}.npy" for name in ("phash", "dhash")]
+    if not all(path.exists() for path in paths):
+        arrays = clumpy_hash_pairs(n, seed=seed)
+        for path, array in zip(paths, arrays, strict=True):
+            np.save(path, array)
+    phash: NDArray[np.uint64] = np.load(paths[0])
+    dhash: NDArray[np.uint64] = np.load(paths[1])
+    return phash, dhash
+
+
+def cached_pair_paths(n: int, *, seed: int = 0) -> tuple[Path, Path]:
+    """The ``.npy`` files of :func:`cached_pairs` (made first when missing)."""
+    cached_pairs(n, seed=seed)
+    return (
+        DATA_DIR / f"pairs_clumpy_{n}_{seed}_phash.npy",
+        DATA_DIR / f"pairs_clumpy_{n}_{seed}_dhash.npy",
+    )
 
 
 def cached(kind: str, n: int, *, seed: int = 0) -> NDArray[np.uint64]:

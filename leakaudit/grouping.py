@@ -25,6 +25,7 @@ from leakaudit.search import as_hash_array, iter_linking_pairs, iter_pairs_withi
 __all__ = [
     "GroupSpread",
     "connected_component_labels",
+    "distinct_hash_pairs",
     "exact_key_edges",
     "fuzzy_edges",
     "group_labels_within",
@@ -128,7 +129,7 @@ class _Forest:
 
 
 def connected_component_labels(
-    n: int, edge_chunks: Iterable[NDArray[np.int64]]
+    n: int, edge_chunks: Iterable[NDArray[np.int64]], *, batch_edges: int | None = None
 ) -> NDArray[np.int64]:
     """Label the connected components of a graph on ``n`` nodes given as streamed edge chunks.
 
@@ -141,6 +142,9 @@ def connected_component_labels(
         Number of nodes, ``0..n-1``.
     edge_chunks : iterable of ndarray of int64, shape (k, 2)
         Edges, in any order and direction; repeats and self-loops are allowed.
+    batch_edges : int, optional
+        Edges held before each merge; default ``max(4_194_304, n)``. Smaller bounds memory
+        (16 bytes per held edge) at the cost of more merges.
 
     Returns
     -------
@@ -156,7 +160,8 @@ def connected_component_labels(
     [0, 1, 2, 1, 2, 2]
     """
     size = check_int("n", n, 0)
-    forest = _Forest(size)
+    batch = None if batch_edges is None else check_int("batch_edges", batch_edges, 1)
+    forest = _Forest(size, batch=batch)
     for chunk in edge_chunks:
         edges = np.asarray(chunk)
         if edges.size == 0:
@@ -190,6 +195,17 @@ def _first_appearance(ids: NDArray[np.int64]) -> NDArray[np.int64]:
     """Relabel arbitrary ids as ``0..g-1`` in order of first appearance."""
     if ids.size == 0:
         return np.zeros(0, dtype=np.int64)
+    n = ids.size
+    low, high = int(ids.min()), int(ids.max())
+    if low >= 0 and high < 4 * n:
+        # Small ids (grouping's are below 2n): each id's first row, without a sort.
+        first_row = np.full(high + 1, n, dtype=np.int64)
+        np.minimum.at(first_row, ids, np.arange(n, dtype=np.int64))
+        is_first = first_row[ids] == np.arange(n)
+        new = np.empty(high + 1, dtype=np.int64)
+        new[ids[is_first]] = np.arange(int(np.count_nonzero(is_first)), dtype=np.int64)
+        labels: NDArray[np.int64] = new[ids]
+        return labels
     _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)
@@ -202,6 +218,8 @@ def group_labels_within(
     *,
     valid: NDArray[np.bool_] | None = None,
     linkable: NDArray[np.bool_] | None = None,
+    second: NDArray[np.uint64] | None = None,
+    second_threshold: int | None = None,
 ) -> NDArray[np.int64]:
     """Group rows linked, directly or through a chain, by hashes within ``threshold`` bits.
 
@@ -222,6 +240,12 @@ def group_labels_within(
         Rows that must take part in no hash link, not even with an identical hash (e.g. blank
         images, whose hashes collide by construction); each becomes a singleton here, and the
         caller links them by other means (say, a byte hash).
+    second : ndarray of uint64, shape (n,), optional
+        A second hash per row (``"phash+dhash"``): a pair links only when it also lies within
+        ``second_threshold`` bits on it. Rows are then merged directly when both hashes are
+        identical, and the search checks both hashes before a pair leaves it.
+    second_threshold : int, optional
+        Largest distance on ``second``, in ``[0, 64]``; required with ``second``.
 
     Returns
     -------
@@ -236,27 +260,95 @@ def group_labels_within(
     [0, 1, 0, 0, 0]
     >>> group_labels_within(hashes, 2, valid=np.array([True, True, False, True, True])).tolist()
     [0, 1, 2, 3, 0]
+    >>> dhashes = np.array([0b0000, 0, 0b1111, 0b0011, 0b0000], dtype=np.uint64)
+    >>> group_labels_within(hashes, 2, second=dhashes, second_threshold=2).tolist()
+    [0, 1, 2, 2, 0]
     """
     h = as_hash_array(hashes)
     t = check_int("threshold", threshold, 0, 64)
     n = h.size
+    other = None
+    t2 = None
+    if second is not None:
+        other = as_hash_array(second, name="second")
+        if other.shape != h.shape:
+            raise ValueError(
+                f"second must have one hash per row (length {n}); got length {other.size}."
+            )
+        t2 = check_int("second_threshold", second_threshold, 0, 64)
     active = np.ones(n, dtype=np.bool_)
     if valid is not None:
         active &= _check_mask("valid", valid, n)
     if linkable is not None:
         active &= _check_mask("linkable", linkable, n)
     rows = np.flatnonzero(active)
-    unique, inverse = np.unique(h[rows], return_inverse=True)
+    unique_second = None
+    if other is None:
+        unique, inverse = np.unique(h[rows], return_inverse=True)
+        inverse = inverse.reshape(-1)
+    else:
+        unique, unique_second, inverse = distinct_hash_pairs(h[rows], other[rows])
     # Small batches: each merge lets the search skip more buckets that are already one group.
     forest = _Forest(unique.size, batch=_LINKING_BATCH_EDGES)
-    for a, b in iter_linking_pairs(unique, t, forest):
+    for a, b in iter_linking_pairs(unique, t, forest, second=unique_second, second_threshold=t2):
         forest.add(a, b)
+    distinct = unique.size
+    del unique, unique_second
     component = np.empty(n, dtype=np.int64)
     unique_labels = forest.labels()
-    component[rows] = unique_labels[inverse.reshape(-1)]
+    del forest
+    component[rows] = unique_labels[inverse]
+    del inverse
     outside = np.flatnonzero(~active)
-    component[outside] = unique.size + np.arange(outside.size)
+    component[outside] = distinct + np.arange(outside.size)
     return _first_appearance(component)
+
+
+def distinct_hash_pairs(
+    first: NDArray[np.uint64], second: NDArray[np.uint64]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.int64]]:
+    """Return the distinct ``(first, second)`` pairs and each row's index among them.
+
+    Pairs come out sorted by ``first``, then ``second``. Like ``np.unique(...,
+    return_inverse=True)`` over 128-bit values, but only the runs of equal ``first`` values
+    (copies and re-encodes: a small share of real rows) are sorted a second time.
+
+    Examples
+    --------
+    >>> a = np.array([5, 3, 5, 5], dtype=np.uint64)
+    >>> b = np.array([1, 2, 0, 1], dtype=np.uint64)
+    >>> [x.tolist() for x in distinct_hash_pairs(a, b)]
+    [[3, 5, 5], [2, 0, 1], [2, 0, 1, 2]]
+    """
+    n = first.size
+    if n == 0:
+        empty = np.zeros(0, dtype=np.uint64)
+        return empty, empty.copy(), np.zeros(0, dtype=np.int64)
+    order = np.argsort(first, kind="stable")
+    sorted_first = first[order]
+    repeated = np.empty(n, dtype=np.bool_)
+    repeated[0] = False
+    np.equal(sorted_first[1:], sorted_first[:-1], out=repeated[1:])
+    if repeated.any():
+        # Positions inside runs of one first value: sort them by second value, run by run.
+        in_run = repeated.copy()
+        in_run[:-1] |= repeated[1:]
+        runs = np.flatnonzero(in_run)
+        run_id = np.cumsum(~repeated[runs])
+        by_second = np.lexsort((second[order[runs]], run_id))
+        order[runs] = order[runs[by_second]]
+        del in_run, runs, run_id, by_second
+    sorted_second = second[order]
+    new = np.empty(n, dtype=np.bool_)
+    new[0] = True
+    np.not_equal(sorted_first[1:], sorted_first[:-1], out=new[1:])
+    new[1:] |= sorted_second[1:] != sorted_second[:-1]
+    del repeated
+    index = np.cumsum(new) - 1
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = index
+    del index, order
+    return sorted_first[new], sorted_second[new], inverse
 
 
 def _shared_code_edges(
@@ -396,6 +488,22 @@ def link_labels(
     )
     linkable = valid & ~low
 
+    def fuzzy_labels() -> NDArray[np.int64]:
+        both = second is not None and second_threshold is not None
+        return group_labels_within(
+            values,
+            threshold,
+            valid=valid,
+            linkable=linkable,
+            second=second if both else None,
+            second_threshold=second_threshold if both else None,
+        )
+
+    if orientations is None and limits is None and not low.any():
+        # The grouping engine's labels are already the answer (compact, in order of first
+        # appearance, rows that cannot link alone): no second union-find over all rows.
+        return fuzzy_labels()
+
     def edges() -> Iterator[NDArray[np.int64]]:
         if orientations is not None or limits is not None:
             owner, entry_values, entry_second = (
@@ -410,15 +518,12 @@ def link_labels(
                 owner=owner,
                 limits=limits,
             )
-        elif second is None:
-            # One hash: the grouping engine merges identical hashes directly and lets the
-            # search skip buckets already joined, far cheaper than streaming every pair.
-            fuzzy = group_labels_within(values, threshold, valid=valid, linkable=linkable)
-            yield from _shared_code_edges(fuzzy, linkable)
         else:
-            yield from fuzzy_edges(
-                values, threshold, linkable, second=second, second_threshold=second_threshold
-            )
+            # The grouping engine merges identical hashes directly, checks the second hash
+            # (if any) inside the search, and lets the search skip buckets already joined:
+            # far cheaper than streaming every pair. (A second hash without its threshold
+            # constrains nothing, as in fuzzy_edges.)
+            yield from _shared_code_edges(fuzzy_labels(), linkable)
         if low.any():
             # Exact copies of a blank image are still copies; two different
             # blank images are not evidence of anything.

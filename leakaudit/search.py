@@ -34,6 +34,16 @@ answer, exactly, much faster on large inputs:
    and ends up as one giant component) the search runs in passes of increasing flip weight in
    which only values outside the giant component probe, in a spread-out order, merging as it
    goes (see :func:`_dense_links`): at 10M clumpy hashes the core is never enumerated.
+6. Two hashes (``second=``, the default ``phash+dhash`` method): a pair must lie within its
+   threshold on both. The values searched are the distinct ``(first, second)`` pairs; the bands
+   are those of whichever hash the cost model rates cheaper (pHash on photos: its 21-bit bands
+   collide ~20x more often than uniform ones, dHash's ~1000x), and every candidate is checked
+   on both hashes inside the kernel, so a pair that fails the other hash never leaves it. The
+   dense passes are not used there: the joint relation is much sparser than either hash's
+   clumps (on 1M photo-like pairs the largest joint group held 5% of the rows).
+7. Bucket pairs of up to :data:`_BLOCK_MAX` members a side are compared as padded blocks, one
+   broadcast XOR per size class (:func:`_block_pairs`), instead of expanding every candidate
+   into index arrays.
 """
 
 from __future__ import annotations
@@ -54,6 +64,7 @@ from leakaudit._validation import check_int
 
 __all__ = [
     "as_hash_array",
+    "band_keys",
     "iter_linking_pairs",
     "iter_pairs_within",
     "pairs_within",
@@ -79,6 +90,8 @@ _DENSE_PAIRS_PER_VALUE = 4
 _FIRST_CHUNK = 1 << 12
 # Buckets of at most this many members probe member by member (see _band_pairs).
 _PER_MEMBER_MAX = 4
+# Bucket pairs of at most this many members a side are compared as padded blocks (_block_pairs).
+_BLOCK_MAX = 48
 _SAMPLE_SIZE = 1024
 _GREEDY_SAMPLE_SIZE = 128
 # Rough cost of choose_plan's sampling and greedy layouts, in seconds.
@@ -367,16 +380,52 @@ class SearchPlan:
         return f"{len(parts)} bands: " + ", ".join(parts)
 
 
+@dataclass(frozen=True)
+class _Second:
+    """A second hash a pair must also agree on: one value per searched value, and its threshold.
+
+    Candidates are found through the first hash's bands and checked on both hashes before they
+    leave the search, so pairs that fail the second hash are never materialised.
+    """
+
+    values: NDArray[np.uint64]
+    threshold: int
+
+    def close(self, a: NDArray[np.uint64], b: NDArray[np.uint64]) -> NDArray[np.bool_]:
+        within: NDArray[np.bool_] = np.bitwise_count(a ^ b) <= self.threshold
+        return within
+
+
+def _second_of(
+    unique: NDArray[np.uint64], second: NDArray[np.uint64] | None, threshold: int | None
+) -> _Second | None:
+    if second is None:
+        return None
+    values = as_hash_array(second, name="second")
+    if values.shape != unique.shape:
+        raise ValueError(
+            f"second must have one hash per value (length {unique.size}); got length {values.size}."
+        )
+    return _Second(values, check_int("second_threshold", threshold, 0, _BITS))
+
+
 def iter_unique_pairs(
-    unique: NDArray[np.uint64], threshold: int, *, plan: SearchPlan | None = None
+    unique: NDArray[np.uint64],
+    threshold: int,
+    *,
+    plan: SearchPlan | None = None,
+    second: NDArray[np.uint64] | None = None,
+    second_threshold: int | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield index pairs ``(a, b)`` of distinct values within ``threshold``, each pair exactly once.
 
     ``unique`` must hold distinct values (as from ``np.unique``); ``a`` and ``b`` are positions in
     it, in no particular order within a pair. ``plan`` overrides the cost model (used by tests to
-    exercise every layout on small inputs).
+    exercise every layout on small inputs). With ``second`` (one more hash per position), a pair
+    must also lie within ``second_threshold`` on it; ``unique`` may then repeat a value, as long as
+    its ``(unique, second)`` pairs are distinct.
     """
-    return _search(unique, threshold, plan, None)
+    return _search(unique, threshold, plan, None, _second_of(unique, second, second_threshold))
 
 
 class Components(Protocol):
@@ -400,6 +449,8 @@ def iter_linking_pairs(
     components: Components,
     *,
     plan: SearchPlan | None = None,
+    second: NDArray[np.uint64] | None = None,
+    second_threshold: int | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield enough pairs within ``threshold`` to connect what all of them would connect.
 
@@ -407,9 +458,12 @@ def iter_linking_pairs(
     skips whole buckets (and pairs of buckets) whose members are already one component, which on
     clumpy data avoids enumerating most of the (possibly billions of) near pairs. Pairs may repeat,
     and a pair whose ends are already one component may be left out. ``plan`` overrides the cost
-    model, as in :func:`iter_unique_pairs`.
+    model, and ``second`` adds a second hash that linked pairs must agree on, as in
+    :func:`iter_unique_pairs`.
     """
-    return _search(unique, threshold, plan, components)
+    return _search(
+        unique, threshold, plan, components, _second_of(unique, second, second_threshold)
+    )
 
 
 def _search(
@@ -417,24 +471,33 @@ def _search(
     threshold: int,
     plan: SearchPlan | None,
     components: Components | None,
+    second: _Second | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     n = unique.size
-    if n < 2 or threshold == 0:  # distinct values are at distance >= 1
+    if n < 2 or (threshold == 0 and second is None):  # distinct values are at distance >= 1
         return
+    if plan is None and second is not None:
+        unique, threshold, second, plan = _cheaper_first(unique, threshold, second)
     if plan is None:
         plan = choose_plan(unique, threshold)
-    if plan.brute_force:
-        yield from _brute_unique_pairs(unique, threshold)
+    if plan.brute_force or threshold == 0:
+        # With a second hash, a value may repeat (its second hashes differ): at threshold 0
+        # those pairs are the only ones, and the brute force finds them.
+        yield from _brute_unique_pairs(unique, threshold, second)
         return
     covered = sum(r + 1 for r in plan.radii)
     if covered <= threshold:
         raise ValueError(f"plan covers distance < {covered}; threshold {threshold} needs more.")
     first_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] = Future()
     first_band.set_result(_sort_band(unique, plan.band_masks[0]))
-    if components is not None and _is_dense(first_band.result()[1]):
-        first = _DenseBand(unique, plan.band_masks[0], plan.radii[0], first_band.result())
+    # Dense passes bet on one giant component of the searched relation. With a second hash that
+    # relation is sparser than the first hash's clumps suggest (1M photo-like pairs: dense
+    # pHash buckets, yet the largest joint group held 5% of the rows), and the passes, which
+    # compare whole buckets, then cost several times the plain search: measured 3x slower.
+    if components is not None and second is None and _is_dense(first_band.result()[1]):
+        first = _DenseBand(unique, plan.band_masks[0], plan.radii[0], first_band.result(), second)
         del first_band
-        yield from _dense_links(unique, threshold, plan, components, first)
+        yield from _dense_links(unique, threshold, plan, components, first, second)
         return
     if _THREADS <= 1:
         bands: list[Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None] = [first_band]
@@ -442,7 +505,7 @@ def _search(
         bands.extend([None] * (len(plan.band_masks) - 1))
         for index in range(len(plan.band_masks)):
             band, bands[index] = bands[index], None
-            yield from _band_pairs(unique, threshold, plan, index, components, band)
+            yield from _band_pairs(unique, threshold, plan, index, components, band, second)
             del band
         return
     # Each band's keys are sorted on a second thread while the previous band is searched.
@@ -453,11 +516,32 @@ def _search(
             current = sorted_band
             if index + 1 < len(plan.band_masks):
                 sorted_band = ahead.submit(_sort_band, unique, plan.band_masks[index + 1])
-            yield from _band_pairs(unique, threshold, plan, index, components, current)
+            yield from _band_pairs(unique, threshold, plan, index, components, current, second)
+
+
+def _cheaper_first(
+    unique: NDArray[np.uint64], threshold: int, second: _Second
+) -> tuple[NDArray[np.uint64], int, _Second, SearchPlan]:
+    """Search through whichever of the two hashes the cost model rates cheaper, check the other.
+
+    Both orders find the same pairs (positions are shared); on photos pHash is usually the
+    cheaper one to band (its 21-bit bands collide ~20 times more than uniform ones, dHash's
+    ~1000 times), but the model decides on the data at hand.
+    """
+    swapped = (second.values, second.threshold, _Second(unique, threshold))
+    if threshold == 0 and second.threshold > 0:
+        return (*swapped, choose_plan(second.values, second.threshold))
+    plan = choose_plan(unique, threshold)
+    if plan.brute_force or second.threshold == 0:
+        return unique, threshold, second, plan
+    other = choose_plan(second.values, second.threshold)
+    if other.estimated_seconds < plan.estimated_seconds:
+        return (*swapped, other)
+    return unique, threshold, second, plan
 
 
 def _brute_unique_pairs(
-    unique: NDArray[np.uint64], t: int
+    unique: NDArray[np.uint64], t: int, second: _Second | None = None
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     n = unique.size
     rows = max(1, _BLOCK_ELEMENTS // n)
@@ -466,8 +550,12 @@ def _brute_unique_pairs(
         distance = np.bitwise_count(unique[i0:i1, None] ^ unique[None, i0:])
         ii, jj = np.nonzero(distance <= t)
         upper = jj > ii
-        if upper.any():
-            yield ii[upper].astype(np.int64) + i0, jj[upper].astype(np.int64) + i0
+        a, b = ii[upper].astype(np.int64) + i0, jj[upper].astype(np.int64) + i0
+        if second is not None and a.size:
+            close = second.close(second.values[a], second.values[b])
+            a, b = a[close], b[close]
+        if a.size:
+            yield a, b
 
 
 def _mask_bits(mask: int) -> list[int]:
@@ -528,12 +616,14 @@ def _range_pairs(
     start: NDArray[np.int64],
     length: NDArray[np.int64],
     t: int,
+    second: _Second | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield the pairs ``(left[k], q)``, ``start[k] <= q < start[k] + length[k]``, within ``t``.
 
     Positions index ``sorted_hashes`` (hashes in band-key order), so the right-hand sides of a
     range are contiguous in memory and the left-hand hash is repeated rather than gathered.
-    Windows hold about :data:`_WINDOW_ELEMENTS` candidates; longer ranges are cut first.
+    Windows hold about :data:`_WINDOW_ELEMENTS` candidates; longer ranges are cut first. With
+    ``second`` (its values in the same band order), pairs must also be close on it.
     """
     keep = length > 0
     if not keep.all():
@@ -558,14 +648,78 @@ def _range_pairs(
         values = np.repeat(sorted_hashes[lf], ln)
         values ^= sorted_hashes[right]
         hit = np.flatnonzero(np.bitwise_count(values) <= t)
-        if hit.size * 8 > values.size:  # dense hits (clumpy data): one sequential pass
-            yield np.repeat(lf, ln)[hit], right[hit]
+        del values
+        if hit.size * 8 > right.size:  # dense hits (clumpy data): one sequential pass
+            p, q = np.repeat(lf, ln)[hit], right[hit]
         elif hit.size:
             offsets = np.cumsum(ln) - ln
-            owner = np.searchsorted(offsets, hit, side="right") - 1
-            yield lf[owner], right[hit]
+            p, q = lf[np.searchsorted(offsets, hit, side="right") - 1], right[hit]
+        if hit.size and second is not None:
+            close = second.close(second.values[p], second.values[q])
+            p, q = p[close], q[close]
+        if hit.size and p.size:
+            yield p, q
         done = int(ends[last - 1])
         first = last
+
+
+# Block sizes of _block_pairs: powers of two and their halfway points (padding wastes < 1.5x).
+_SIZE_CLASSES = np.array(
+    sorted({1, 3 << 20} | {1 << k for k in range(22)} | {3 << k for k in range(21)}), np.int64
+)
+
+
+def _size_class(counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The smallest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... at least ``counts``."""
+    classes: NDArray[np.int64] = _SIZE_CLASSES[np.searchsorted(_SIZE_CLASSES, counts)]
+    return classes
+
+
+def _block_pairs(
+    sorted_hashes: NDArray[np.uint64],
+    start_a: NDArray[np.int64],
+    count_a: NDArray[np.int64],
+    start_b: NDArray[np.int64],
+    count_b: NDArray[np.int64],
+    t: int,
+    second: _Second | None = None,
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Yield the pairs within ``t`` between runs ``start_a + [0, count_a)``, ``start_b + ...``.
+
+    Runs are padded to a size class (:func:`_size_class`) by repeating their last member, so
+    that every run pair of one class is one ``(k, A, B)`` broadcast XOR and popcount: no
+    per-candidate index arrays, which is what makes the expansion of :func:`_range_pairs` cost
+    several passes per candidate. The few hits are then cut back to the real members.
+    """
+    class_a = _size_class(count_a)
+    class_b = _size_class(count_b)
+    classes = class_a * (_BLOCK_MAX * 2) + class_b
+    for code in np.unique(classes).tolist():
+        width_a, width_b = divmod(code, _BLOCK_MAX * 2)
+        chosen = np.flatnonzero(classes == code)
+        step = max(1, _WINDOW_ELEMENTS // (width_a * width_b))
+        offsets_a = np.arange(width_a, dtype=np.int64)
+        offsets_b = np.arange(width_b, dtype=np.int64)
+        for k0 in range(0, chosen.size, step):
+            part = chosen[k0 : k0 + step]
+            sa, ca, sb, cb = start_a[part], count_a[part], start_b[part], count_b[part]
+            rows_a = sa[:, None] + np.minimum(offsets_a[None, :], ca[:, None] - 1)
+            rows_b = sb[:, None] + np.minimum(offsets_b[None, :], cb[:, None] - 1)
+            values = sorted_hashes[rows_a][:, :, None] ^ sorted_hashes[rows_b][:, None, :]
+            hit = np.flatnonzero(np.bitwise_count(values) <= t)
+            del values
+            if hit.size == 0:
+                continue
+            pair, rest = np.divmod(hit, width_a * width_b)
+            i, j = np.divmod(rest, width_b)
+            real = (i < ca[pair]) & (j < cb[pair])
+            p = sa[pair[real]] + i[real]
+            q = sb[pair[real]] + j[real]
+            if second is not None:
+                close = second.close(second.values[p], second.values[q])
+                p, q = p[close], q[close]
+            if p.size:
+                yield p, q
 
 
 _T = TypeVar("_T")
@@ -784,6 +938,7 @@ class _DenseBand:
         mask: int,
         radius: int,
         sorted_band: tuple[NDArray[np.int64], NDArray[np.uint64]] | None = None,
+        second: _Second | None = None,
     ) -> None:
         n = unique.size
         self.width = bin(mask).count("1")
@@ -799,6 +954,9 @@ class _DenseBand:
         self.member_keys = sorted_keys.astype(key_dtype)
         del sorted_keys
         self.sorted_hashes = unique[self.order]
+        self.second = (
+            None if second is None else _Second(second.values[self.order], second.threshold)
+        )
 
     def find(self) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
         """Build the band's bucket lookup (built per pass, so only one table is alive at a time)."""
@@ -821,6 +979,7 @@ def _dense_links(
     plan: SearchPlan,
     components: Components,
     first: _DenseBand,
+    second: _Second | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield links on dense, clumpy data, skipping what is already in the giant component.
 
@@ -836,7 +995,7 @@ def _dense_links(
     """
     bands = [first]
     bands.extend(
-        _DenseBand(unique, mask, radius)
+        _DenseBand(unique, mask, radius, None, second)
         for mask, radius in zip(plan.band_masks[1:], plan.radii[1:], strict=True)
     )
     giant = -1
@@ -882,7 +1041,7 @@ def _dense_pass(
         del bucket, hit
         firsts: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
         seconds: list[NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
-        for p, q in _range_pairs(sorted_hashes, row, starts[found], counts[found], t):
+        for p, q in _range_pairs(sorted_hashes, row, starts[found], counts[found], t, band.second):
             other = p != q
             firsts.append(order[p[other]])
             seconds.append(order[q[other]])
@@ -922,9 +1081,10 @@ def _band_pairs(
     index: int,
     components: Components | None,
     sorted_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None = None,
+    second: _Second | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Pairs within ``t`` that band ``index`` of ``plan`` finds (see :class:`_BandSearch`)."""
-    search = _BandSearch(unique, t, plan, index, components, sorted_band)
+    search = _BandSearch(unique, t, plan, index, components, sorted_band, second)
     yield from search.within_buckets()
     if search.radius == 0:
         return
@@ -960,6 +1120,7 @@ class _BandSearch:
         index: int,
         components: Components | None,
         sorted_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None,
+        second: _Second | None = None,
     ) -> None:
         mask = plan.band_masks[index]
         self.t = t
@@ -988,6 +1149,11 @@ class _BandSearch:
         self.key_dtype: type[np.unsignedinteger[Any]] = np.uint32 if self.width <= 32 else np.uint64
         self.compact_keys = bucket_keys.astype(self.key_dtype)
         self.first_hash = self.sorted_hashes[self.starts]  # verifies single-member buckets
+        self.second: _Second | None = None
+        self.first_second: NDArray[np.uint64] | None = None
+        if second is not None:
+            self.second = _Second(second.values[order], second.threshold)
+            self.first_second = self.second.values[self.starts]
 
     def refresh(self) -> None:
         """Update which buckets already sit wholly in one component (grouping mode)."""
@@ -1023,7 +1189,9 @@ class _BandSearch:
         right_count: NDArray[np.int64],
     ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
         """Each ``left`` position against a run of positions, verified and emitted."""
-        for p, q in _range_pairs(self.sorted_hashes, left, right_start, right_count, self.t):
+        for p, q in _range_pairs(
+            self.sorted_hashes, left, right_start, right_count, self.t, self.second
+        ):
             yield from self.emit(p, q)
 
     def within_buckets(self) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
@@ -1056,9 +1224,10 @@ class _BandSearch:
         single = (count_a == 1) & (count_b == 1)
         if single.any():
             sa, sb = bucket_a[single], bucket_b[single]
-            close = np.flatnonzero(
-                np.bitwise_count(self.first_hash[sa] ^ self.first_hash[sb]) <= self.t
-            )
+            near = np.bitwise_count(self.first_hash[sa] ^ self.first_hash[sb]) <= self.t
+            if self.second is not None and self.first_second is not None:
+                near &= self.second.close(self.first_second[sa], self.first_second[sb])
+            close = np.flatnonzero(near)
             if close.size:
                 yield from self.emit(self.starts[sa[close]], self.starts[sb[close]])
             if single.all():
@@ -1066,7 +1235,25 @@ class _BandSearch:
             many = ~single
             bucket_a, bucket_b = bucket_a[many], bucket_b[many]
             count_a, count_b = count_a[many], count_b[many]
-        # Each member of bucket a against the whole (contiguous) bucket b.
+        # Bucket pairs of up to _BLOCK_MAX members a side: one broadcast comparison per size
+        # class; larger ones: each member of bucket a against the whole (contiguous) bucket b.
+        blocked = (count_a <= _BLOCK_MAX) & (count_b <= _BLOCK_MAX)
+        if blocked.any():
+            for p, q in _block_pairs(
+                self.sorted_hashes,
+                self.starts[bucket_a[blocked]],
+                count_a[blocked],
+                self.starts[bucket_b[blocked]],
+                count_b[blocked],
+                self.t,
+                self.second,
+            ):
+                yield from self.emit(p, q)
+            if blocked.all():
+                return
+            rest = ~blocked
+            bucket_a, bucket_b = bucket_a[rest], bucket_b[rest]
+            count_a, count_b = count_a[rest], count_b[rest]
         left = _concat_ranges(self.starts[bucket_a], count_a)
         yield from self.ranges(
             left, np.repeat(self.starts[bucket_b], count_a), np.repeat(count_b, count_a)
@@ -1116,6 +1303,9 @@ class _BandSearch:
         member_keys = self.compact_keys[member_bucket]
         member_hashes = self.sorted_hashes[members]
         first_hash = self.first_hash
+        second = self.second
+        member_second = None if second is None else second.values[members]
+        first_second = self.first_second
 
         def probe_block(
             chosen: NDArray[np.int64], masks: NDArray[np.unsignedinteger]
@@ -1131,6 +1321,8 @@ class _BandSearch:
             del hit
             one = is_single[found]
             close = one & (np.bitwise_count(member_hashes[row] ^ first_hash[found]) <= t)
+            if second is not None and member_second is not None and first_second is not None:
+                close &= second.close(member_second[row], first_second[found])
             return row[close], found[close], row[~one], found[~one]
 
         def blocks() -> Iterator[tuple[NDArray[np.int64], NDArray[np.unsignedinteger]]]:

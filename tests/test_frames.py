@@ -196,7 +196,57 @@ def test_in_memory_images_have_one_naming_scheme() -> None:
     frame = compute_hashes(sources, split=["a", "b"], cache=False)
     report = audit_sources(sources, ["a", "b"], workers=1, cache=False)
     assert report.table is not None
-    assert frame["path"].tolist() == report.table["path"].tolist() == [
-        "<PIL image #0>",
-        "<bytes #1>",
-    ]
+    assert (
+        frame["path"].tolist()
+        == report.table["path"].tolist()
+        == [
+            "<PIL image #0>",
+            "<bytes #1>",
+        ]
+    )
+
+
+def test_find_duplicate_groups_equals_the_grouping_engine_at_scale() -> None:
+    # Large enough for the banded search; with and without low-information rows (the two ways
+    # link_labels returns its labels), and missing hashes.
+    from leakaudit.grouping import group_labels_within
+    from leakaudit.hashing import hashes_to_hex
+
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 2**64, 30_000, dtype=np.uint64)
+    values[15_000:] = values[:15_000] ^ (
+        np.uint64(1) << rng.integers(0, 64, 15_000).astype(np.uint64)
+    )
+    texts = pd.Series(hashes_to_hex(values), dtype=object)
+    missing = rng.random(values.size) < 0.01
+    texts[missing] = None
+    frame = pd.DataFrame({"path": [f"{i}.jpg" for i in range(values.size)], "hash": texts})
+    expected = group_labels_within(values, 5, valid=~missing)
+    assert np.array_equal(find_duplicate_groups(frame, 5)["group_id"].to_numpy(), expected)
+    frame["low_information"] = False
+    frame.loc[:3, "low_information"] = True
+    grouped = find_duplicate_groups(frame, 5)["group_id"].to_numpy()
+    # The four low-information rows have distinct hashes: singletons, as if they could not link.
+    linkable = ~missing & ~frame["low_information"].to_numpy(dtype=bool)
+    assert np.array_equal(grouped, group_labels_within(values, 5, valid=linkable))
+
+
+def test_phash_and_dhash_hex_columns_group_by_both() -> None:
+    # The default method from a DataFrame of hex columns: both parsed, both must agree.
+    from leakaudit.frames import hash_values_from_frame
+    from leakaudit.grouping import link_labels
+
+    frame = pd.DataFrame(
+        {
+            "path": ["a", "b", "c", "d"],
+            "phash": ["0000000000000000", "0000000000000003", "00000000000000ff", None],
+            "dhash": ["ffffffffffffffff", "fffffffffffffff0", "ffffffffffffffff", "0" * 16],
+        }
+    )
+    phash, valid_p = hash_values_from_frame(frame, "phash")
+    dhash, valid_d = hash_values_from_frame(frame, "dhash")
+    assert valid_p.tolist() == [True, True, True, False] and valid_d.all()
+    labels = link_labels(phash, valid_p & valid_d, 4, second=dhash, second_threshold=4)
+    assert labels.tolist() == [0, 0, 1, 2]
+    labels = link_labels(phash, valid_p & valid_d, 4, second=dhash, second_threshold=3)
+    assert labels.tolist() == [0, 1, 2, 3]

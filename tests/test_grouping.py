@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
-from test_search import planted_hashes, skewed_hashes
+from test_search import hash_pairs, planted_hashes, skewed_hashes
 
 from leakaudit.grouping import (
     GroupSpread,
@@ -227,3 +227,140 @@ def test_grouping_skips_linked_buckets_without_losing_links(threshold: int) -> N
         forest.add(a, b)
     assert forest.version >= 2
     assert forest.labels().tolist() == brute_group_labels(hashes, threshold)
+
+
+# --------------------------------------------------------------------------------------------------
+# Two hashes: group_labels_within(second=...), link_labels' default method
+
+
+def brute_two_hash_labels(
+    first: NDArray[np.uint64],
+    second: NDArray[np.uint64],
+    t: int,
+    t2: int,
+    active: NDArray[np.bool_] | None = None,
+) -> list[int]:
+    n = first.size
+    keep = np.ones(n, dtype=bool) if active is None else active
+    edges = [
+        (i, j)
+        for i in range(n)
+        for j in range(i + 1, n)
+        if keep[i]
+        and keep[j]
+        and int(first[i] ^ first[j]).bit_count() <= t
+        and int(second[i] ^ second[j]).bit_count() <= t2
+    ]
+    return union_find_oracle(n, edges)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=hash_pairs(),
+    threshold=st.integers(0, 14),
+    second_threshold=st.integers(0, 14),
+    data=st.data(),
+)
+def test_two_hash_groups_match_brute_force(
+    rows: tuple[NDArray[np.uint64], NDArray[np.uint64]],
+    threshold: int,
+    second_threshold: int,
+    data: st.DataObject,
+) -> None:
+    first, second = rows
+    n = first.size
+    valid = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    labels = group_labels_within(
+        first, threshold, valid=valid, second=second, second_threshold=second_threshold
+    )
+    assert labels.tolist() == brute_two_hash_labels(
+        first, second, threshold, second_threshold, valid
+    )
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=hash_pairs(), threshold=st.integers(0, 12), seed=st.integers(0, 2**32 - 1))
+def test_two_hash_grouping_is_order_invariant(
+    rows: tuple[NDArray[np.uint64], NDArray[np.uint64]], threshold: int, seed: int
+) -> None:
+    first, second = rows
+    order = np.random.default_rng(seed).permutation(first.size)
+    labels = group_labels_within(first, threshold, second=second, second_threshold=threshold)
+    shuffled = group_labels_within(
+        first[order], threshold, second=second[order], second_threshold=threshold
+    )
+    assert same_partition(labels[order], shuffled)
+
+
+def test_a_few_thousand_planted_pairs_group_by_both_hashes() -> None:
+    # Large enough for the banded search (not the brute force) on both orders of the hashes.
+    rng = np.random.default_rng(5)
+    first = planted_hashes(20000, seed=5)
+    second = first ^ rng.integers(0, 2**64, 1, dtype=np.uint64)
+    noisy = rng.random(first.size) < 0.3
+    second[noisy] ^= np.uint64(1) << rng.integers(0, 64, int(noisy.sum())).astype(np.uint64)
+    second[::7] = rng.integers(0, 2**64, second[::7].size, dtype=np.uint64)
+    labels = group_labels_within(first, 8, second=second, second_threshold=8)
+    pairs = pairs_within_brute_force(first, 8)
+    close = np.bitwise_count(second[pairs[:, 0]] ^ second[pairs[:, 1]]) <= 8
+    expected = connected_component_labels(first.size, [pairs[close]])
+    assert np.array_equal(labels, expected)
+    swapped = group_labels_within(second, 8, second=first, second_threshold=8)
+    assert np.array_equal(swapped, expected)
+
+
+def test_link_labels_with_a_second_hash_keeps_the_linking_policy() -> None:
+    from leakaudit.grouping import fuzzy_edges, link_labels
+
+    # Low-information rows link only by their exact key; invalid rows never link; the others
+    # by both hashes: the same groups as streaming the pairs through fuzzy_edges.
+    rng = np.random.default_rng(8)
+    first = planted_hashes(3000, seed=8)
+    second = first ^ np.uint64(0xF0F0)
+    second[::5] = rng.integers(0, 2**64, second[::5].size, dtype=np.uint64)
+    valid = rng.random(first.size) > 0.05
+    low = (rng.random(first.size) < 0.05) & valid
+    keys = np.array([f"d{k}" for k in rng.integers(0, 40, first.size)], dtype=object)
+    labels = link_labels(
+        first, valid, 6, low_information=low, exact_keys=keys, second=second, second_threshold=7
+    )
+    linkable = valid & ~low
+    edges = list(fuzzy_edges(first, 6, linkable, second=second, second_threshold=7))
+    codes = pd.factorize(pd.Series(keys))[0]
+    for code in np.unique(codes[low]).tolist():
+        members = np.flatnonzero(low & (codes == code))
+        edges.append(np.stack([members[:-1], members[1:]], axis=1))
+    expected = connected_component_labels(first.size, edges)
+    assert np.array_equal(labels, expected)
+    # Without its threshold, a second hash constrains nothing (as fuzzy_edges reads it).
+    assert np.array_equal(
+        link_labels(first, valid, 6, second=second),
+        link_labels(first, valid, 6),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=st.lists(st.integers(0, 5), max_size=60),
+    data=st.data(),
+)
+def test_distinct_hash_pairs_is_unique_over_both_hashes(
+    first: list[int], data: st.DataObject
+) -> None:
+    from leakaudit.grouping import distinct_hash_pairs
+
+    second = data.draw(st.lists(st.integers(0, 3), min_size=len(first), max_size=len(first)))
+    a = np.array(first, dtype=np.uint64)
+    b = np.array(second, dtype=np.uint64)
+    unique_a, unique_b, inverse = distinct_hash_pairs(a, b)
+    expected = sorted(set(zip(first, second, strict=True)))
+    assert list(zip(unique_a.tolist(), unique_b.tolist(), strict=True)) == expected
+    assert np.array_equal(unique_a[inverse], a) and np.array_equal(unique_b[inverse], b)
+
+
+def test_second_hash_of_the_wrong_length_is_rejected() -> None:
+    hashes = np.arange(4, dtype=np.uint64)
+    with pytest.raises(ValueError, match="second must have one hash per row"):
+        group_labels_within(hashes, 2, second=hashes[:2], second_threshold=2)
+    with pytest.raises(TypeError, match="second_threshold must be an int"):
+        group_labels_within(hashes, 2, second=hashes)
