@@ -794,11 +794,20 @@ def _cmd_env() -> int:
     print(f"numpy {np.__version__}, pandas {pandas.__version__}, Pillow {PIL.__version__}")
     from importlib.metadata import PackageNotFoundError, version
 
-    for name in ("torch", "torchvision", "datasets"):
+    for name in ("torch", "torchvision", "datasets", "pyarrow", "ray"):
         try:
             print(f"{name} {version(name)}")
         except PackageNotFoundError:
             print(f"{name} not installed")
+    # The geometric stage takes any cv2: say which distribution provides it.
+    for distribution in ("opencv-python-headless", "opencv-python", "opencv-contrib-python"):
+        try:
+            print(f"cv2 {version(distribution)} ({distribution})")
+            break
+        except PackageNotFoundError:
+            continue
+    else:
+        print("cv2 not installed")
     print(f"cpus {os.cpu_count()}")
     return 0
 
