@@ -198,9 +198,10 @@ def _hash_batch(
             on_error="ignore",
             dihedral=dihedral,
         )
-        rows = np.asarray(files, dtype=np.int64)
-        phash[rows], dhash[rows], digest[rows] = cached.phash, cached.dhash, cached.digest
-        low[rows] = cached.low_information
+        cached_rows = np.asarray(files, dtype=np.int64)
+        phash[cached_rows], dhash[cached_rows] = cached.phash, cached.dhash
+        digest[cached_rows] = cached.digest
+        low[cached_rows] = cached.low_information
         for position, reason in cached.errors.items():
             errors[files[position]] = reason
         if cached.orientations is not None:
