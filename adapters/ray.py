@@ -69,7 +69,6 @@ from leakaudit.hashing import (
     ON_ERROR_CHOICES,
     HashTable,
     OrientationHashes,
-    entry_kinds,
     hash_sources,
 )
 from leakaudit.loading import DecodeOptions
@@ -84,7 +83,7 @@ from leakaudit.shards import (
     require_pyarrow,
     shard_files,
 )
-from leakaudit.verify import VerifyOptions, candidate_pairs
+from leakaudit.verify import VerifyOptions, table_candidates
 
 if TYPE_CHECKING:
     from ray.data import Dataset
@@ -489,27 +488,7 @@ def _candidate_rows(
     if verify is False or method != "phash+dhash" or isinstance(threshold, Mapping):
         return np.zeros(0, dtype=np.int64)
     options = verify if isinstance(verify, VerifyOptions) else VerifyOptions()
-    n = len(shards)
-    valid = shards.valid
-    linkable = valid & ~shards.low_information
-    entries = shards.orientations if dihedral else None
-    if entries is not None and len(entries):
-        owner, phash, dhash = entries.owner, entries.phash, entries.dhash
-        kinds = entry_kinds(owner)
-    else:
-        owner = np.arange(n, dtype=np.int64)
-        phash = np.where(valid, shards.phash, np.uint64(0)).astype(np.uint64)
-        dhash = np.where(valid, shards.dhash, np.uint64(0)).astype(np.uint64)
-        kinds = np.zeros(n, dtype=np.int8)
-    pairs, _ = candidate_pairs(
-        owner,
-        phash,
-        dhash,
-        kinds,
-        linkable,
-        options.candidate_threshold,
-        options.crop_candidate_threshold,
-    )
+    (pairs, _), _ = table_candidates(shards, shards.low_information, options, dihedral=dihedral)
     rows: NDArray[np.int64] = np.unique(pairs.ravel()).astype(np.int64)
     return rows
 

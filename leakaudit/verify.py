@@ -75,6 +75,7 @@ __all__ = [
     "compare_views",
     "iter_edge_chunks",
     "load_view",
+    "table_candidates",
     "verified_labels",
     "verify_candidates",
 ]
@@ -1140,6 +1141,48 @@ def iter_edge_chunks(edges: pd.DataFrame) -> Iterator[NDArray[np.int64]]:
         yield edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
 
 
+def table_candidates(
+    table: Any, low_information: NDArray[np.bool_], options: VerifyOptions, *, dihedral: bool
+) -> tuple[
+    tuple[NDArray[np.int64], NDArray[np.int64]],
+    tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint64], NDArray[np.int8]],
+]:
+    """The candidate net of a hash table (or anything with its columns): the one place
+    that decides which rows verification will compare.
+
+    Candidates come from the table's entries (orientations, crops, rotations)
+    with ``dihedral`` when it has them, else from its whole-image hashes;
+    low-information rows are never candidates.
+
+    Returns
+    -------
+    ((pairs, distance), (owner, phash, dhash, kinds))
+        :func:`candidate_pairs`' result, and the entries it searched.
+    """
+    n = len(table.valid)
+    valid = np.asarray(table.valid, dtype=bool)
+    linkable = valid & ~np.asarray(low_information, dtype=bool)
+    entries = table.orientations if dihedral else None
+    if entries is not None and len(entries):
+        owner, phash, dhash = entries.owner, entries.phash, entries.dhash
+        kinds = entry_kinds(owner)
+    else:
+        owner = np.arange(n, dtype=np.int64)
+        phash = np.where(valid, table.phash, np.uint64(0)).astype(np.uint64)
+        dhash = np.where(valid, table.dhash, np.uint64(0)).astype(np.uint64)
+        kinds = np.zeros(n, dtype=np.int8)
+    found = candidate_pairs(
+        owner,
+        phash,
+        dhash,
+        kinds,
+        linkable,
+        options.candidate_threshold,
+        options.crop_candidate_threshold,
+    )
+    return found, (owner, phash, dhash, kinds)
+
+
 def verified_labels(
     table: Any,
     sources: Sequence[Any],
@@ -1162,26 +1205,9 @@ def verified_labels(
     from leakaudit.grouping import connected_component_labels, exact_key_edges
 
     n = len(table.valid)
-    valid = np.asarray(table.valid, dtype=bool)
-    low = np.asarray(low_information, dtype=bool) & valid
-    linkable = valid & ~low
-    entries = table.orientations if dihedral else None
-    if entries is not None and len(entries):
-        owner, phash, dhash = entries.owner, entries.phash, entries.dhash
-        kinds = entry_kinds(owner)
-    else:
-        owner = np.arange(n, dtype=np.int64)
-        phash = np.where(valid, table.phash, np.uint64(0)).astype(np.uint64)
-        dhash = np.where(valid, table.dhash, np.uint64(0)).astype(np.uint64)
-        kinds = np.zeros(n, dtype=np.int8)
-    pairs, distance = candidate_pairs(
-        owner,
-        phash,
-        dhash,
-        kinds,
-        linkable,
-        options.candidate_threshold,
-        options.crop_candidate_threshold,
+    low = np.asarray(low_information, dtype=bool) & np.asarray(table.valid, dtype=bool)
+    (pairs, distance), (owner, phash, dhash, kinds) = table_candidates(
+        table, low, options, dihedral=dihedral
     )
     verified = verify_candidates(
         pairs,
