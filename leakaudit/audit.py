@@ -51,6 +51,7 @@ __all__ = [
     "audit_splits",
     "decode_parameters",
     "hashing_options",
+    "source_digest",
 ]
 
 
@@ -178,7 +179,7 @@ def audit_sources(
 _IN_MEMORY_NAME = re.compile(r"<(bytes|PIL image) #\d+>")
 
 
-def _source_digest(source: Any) -> str | None:
+def source_digest(source: Any) -> str | None:
     """BLAKE2b-64 of a source's bytes as 16 hex characters (a PIL image: its mode, size, pixels)."""
     digest = hashlib.blake2b(digest_size=8)
     try:
@@ -222,7 +223,7 @@ def _fill_copy_digests(
         return
     known = files.file_digests(wanted) if files is not None else {}
     frame.loc[wanted, "digest"] = [
-        f"{known[row]:016x}" if row in known else _source_digest(items[row]) for row in wanted
+        f"{known[row]:016x}" if row in known else source_digest(items[row]) for row in wanted
     ]
 
 

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import tempfile
@@ -79,10 +78,9 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from PIL import Image
 
 from leakaudit._validation import check_choice, check_int, describe
-from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters
+from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, source_digest
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.hashing import (
     ON_ERROR_CHOICES,
@@ -963,29 +961,6 @@ def _readable_paths(paths: NDArray[np.object_] | None) -> list[Any] | None:
     return found if any(p is not None for p in found) else None
 
 
-def _source_digest(source: Any) -> str | None:
-    """BLAKE2b-64 of a source's bytes as 16 hex characters (a PIL image: its mode, size, pixels).
-
-    The digest :func:`leakaudit.audit.audit_sources` gives byte-copy candidates,
-    computed the same way so that a report from shards equals the direct audit's.
-    """
-    digest = hashlib.blake2b(digest_size=8)
-    try:
-        if isinstance(source, Image.Image):
-            digest.update(f"{source.mode}{source.size}".encode())
-            digest.update(source.tobytes())
-        elif isinstance(source, (bytes, bytearray, memoryview)):
-            digest.update(bytes(source))
-        elif isinstance(source, (str, os.PathLike)):
-            with open(source, "rb") as file:
-                digest.update(file.read())
-        else:
-            return None
-    except (OSError, ValueError):
-        return None
-    return digest.hexdigest()
-
-
 def _fill_copy_digests(
     frame: pd.DataFrame, shards: HashShards, images: Sequence[Any] | None
 ) -> None:
@@ -1008,7 +983,7 @@ def _fill_copy_digests(
         if shards.has_digest[row]:
             values.append(f"{int(shards.digest[row]):016x}")
         else:
-            values.append(_source_digest(images[row]) if images is not None else None)
+            values.append(source_digest(images[row]) if images is not None else None)
     frame.loc[wanted, "digest"] = values
 
 
