@@ -955,20 +955,42 @@ def whole_and_crop_hashes(
     )
 
 
-#: A pixel is content when it is this many grey levels from the border's colour;
-#: the border is a background when this share of it lies within that of its median.
+#: A line (row or column) is background when every pixel of it lies within this many
+#: grey levels of the line's median.
 CONTENT_STEP = 24
-_UNIFORM_BORDER = 0.9
+#: Layers of background peeled at most (a pad of one colour around a transparent
+#: margin flattened onto another is two).
+_CONTENT_ROUNDS = 6
+
+
+def _background_run(lines: NDArray[np.int16]) -> int:
+    """How many of ``lines`` (rows, outermost first) are uniform in the first one's colour."""
+    median = np.median(lines, axis=1, keepdims=True)
+    uniform = np.all(np.abs(lines - median) <= CONTENT_STEP, axis=1)
+    uniform &= np.abs(median[:, 0] - median[0, 0]) <= CONTENT_STEP
+    if uniform.all():
+        return int(uniform.size)
+    return int(np.argmin(uniform))
 
 
 def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None:
-    """The box of the content inside a uniform background, or None when there is none.
+    """The box of the content inside uniform backgrounds, or None when there is none.
 
-    Looser than the hashes' trim (:func:`leakaudit.loading.trim_box`) and
-    applied to images of any size: it only proposes candidates (the content
-    entry), so a box that differs between an image and its copy costs a
-    candidate, never a false link. It reaches a small sprite or icon padded or
-    letterboxed, which the trim leaves whole.
+    Layer after layer, each side sheds its lines that are uniform (every
+    pixel within :data:`CONTENT_STEP` grey levels of the line's median) in the
+    colour of its outermost line, so nested backgrounds of different colours
+    come off alike: black letterbox bars, then the white that a transparent
+    margin was flattened onto, down to the figure. A padded, letterboxed or
+    re-flattened copy of a graphic and the graphic itself peel to the same
+    figure. Looser than the hashes' trim (:func:`leakaudit.loading.trim_box`)
+    and applied to images of any size: it only proposes candidates (the
+    content entry), so a box that differs between an image and its copy costs
+    a candidate, never a false link.
+
+    A layer that would leave under 2% of the region (or a line) was the
+    content itself, a flat figure, and is kept. None when nothing is peeled,
+    or the content keeps more than 94% of the region (the whole image's entry
+    already covers it).
 
     Examples
     --------
@@ -976,6 +998,11 @@ def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None
     >>> canvas[10:30, 20:35] = 200
     >>> content_box(canvas)
     (20.0, 10.0, 35.0, 30.0)
+    >>> framed = np.zeros((40, 60), dtype=np.uint8)   # black bars around a white
+    >>> framed[:, 10:50] = 255                         # canvas holding a figure
+    >>> framed[15:25, 25:32] = 90
+    >>> content_box(framed)
+    (25.0, 15.0, 32.0, 25.0)
     """
     height, width = pixels.shape
     left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
@@ -984,24 +1011,23 @@ def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None
     region = pixels[y0:y1, x0:x1].astype(np.int16)
     if min(region.shape) < 4:
         return None
-    border = np.concatenate([region[0], region[-1], region[:, 0], region[:, -1]])
-    colour = float(np.median(border))
-    if np.mean(np.abs(border - colour) <= CONTENT_STEP) < _UNIFORM_BORDER:
-        return None
-    mask = np.abs(region - colour) > CONTENT_STEP
-    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
-    if rows.size == 0:
-        return None
-    found = (
-        float(x0 + cols[0]),
-        float(y0 + rows[0]),
-        float(x0 + cols[-1] + 1),
-        float(y0 + rows[-1] + 1),
-    )
-    kept = (found[2] - found[0]) * (found[3] - found[1])
+    t, b, l, r = 0, region.shape[0], 0, region.shape[1]
+    for _ in range(_CONTENT_ROUNDS):
+        # One layer a round: each side sheds its run of lines of its outermost colour.
+        before = t, b, l, r
+        t += _background_run(region[t:b, l:r])
+        b -= _background_run(region[t:b, l:r][::-1]) if b > t else 0
+        l += _background_run(region[t:b, l:r].T) if b > t else 0
+        r -= _background_run(region[t:b, l:r].T[::-1]) if b > t and r > l else 0
+        if (b - t) * (r - l) < 0.02 * region.size or b - t < 2 or r - l < 2:
+            t, b, l, r = before  # the layer was the content itself (a flat figure)
+            break
+        if (t, b, l, r) == before:
+            break
+    kept = (b - t) * (r - l)
     if kept < 0.02 * region.size or kept > 0.94 * region.size:
         return None
-    return found
+    return float(x0 + l), float(y0 + t), float(x0 + r), float(y0 + b)
 
 
 def _content_entry(
@@ -1460,9 +1486,9 @@ def _fast_crop_products() -> bool:
 def _content_boxes(views: Sequence[tuple[NDArray[np.uint8], Box | None]]) -> list[Box | None]:
     """:func:`content_box` of every view.
 
-    Most images have no uniform border: that first test of :func:`content_box`
-    is made for all views of one shape and box at once, and only the views that
-    pass it go through :func:`content_box` itself.
+    Most images have no uniform outermost line: that first test of
+    :func:`content_box` is made for all views of one shape and box at once, and
+    only the views that pass it go through :func:`content_box` itself.
     """
     found: list[Box | None] = [None] * len(views)
     groups: dict[tuple[tuple[int, ...], Box | None], list[int]] = {}
@@ -1478,12 +1504,12 @@ def _content_boxes(views: Sequence[tuple[NDArray[np.uint8], Box | None]]) -> lis
         if min(min(y1, height) - y0, min(x1, width) - x0) < 4:
             continue  # content_box gives None for regions this small
         stack = np.stack([views[i][0][y0:y1, x0:x1] for i in members]).astype(np.int16)
-        border = np.concatenate(
-            [stack[:, 0], stack[:, -1], stack[:, :, 0], stack[:, :, -1]], axis=1
-        )
-        colour = np.median(border, axis=1)
-        uniform = np.mean(np.abs(border - colour[:, None]) <= CONTENT_STEP, axis=1)
-        for k in np.flatnonzero(uniform >= _UNIFORM_BORDER).tolist():
+        # content_box peels nothing unless some outermost line is uniform.
+        peelable = np.zeros(len(members), dtype=bool)
+        for line in (stack[:, 0], stack[:, -1], stack[:, :, 0], stack[:, :, -1]):
+            median = np.median(line, axis=1, keepdims=True)
+            peelable |= np.all(np.abs(line - median) <= CONTENT_STEP, axis=1)
+        for k in np.flatnonzero(peelable).tolist():
             pixels, view_box = views[members[k]]
             found[members[k]] = content_box(pixels, view_box)
     return found

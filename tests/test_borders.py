@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw
 
 from leakaudit.audit import audit_splits
 from leakaudit.cache import hash_context
-from leakaudit.hashing import hash_image
+from leakaudit.hashing import content_box, hash_image
 from leakaudit.loading import (
     TRIM_MIN_FRACTION,
     DecodeOptions,
@@ -308,7 +308,10 @@ def test_cli_trim_borders(tmp_path: Path) -> None:
     (test / "letterboxed.png").write_bytes(_png(place(photo(5), (402, 420), (0, 0, 0))))
     (test / "other.jpg").write_bytes(_jpeg(photo(6)))
     args = ["compare", str(train), str(test), "--no-cache", "--quiet", "--fail-on-leak", "0"]
-    assert main([*args, "--no-trim-borders"]) == 0  # whole-image hashes miss the copy
+    # Whole-image hashes alone miss the copy (the verified cascade's content entry, the
+    # box inside the bars, finds it even untrimmed).
+    assert main([*args, "--no-trim-borders", "--no-verify"]) == 0
+    assert main([*args, "--no-trim-borders"]) == 1
     out = tmp_path / "report.json"
     assert main([*args, "--json", str(out)]) == 1  # trimmed by default
     import json
@@ -450,3 +453,47 @@ def test_a_letterboxed_photo_is_still_trimmed(colour: tuple[int, int, int]) -> N
             pixels, _ = grey_from_bytes(data, "boxed", TRIM)
             assert pixels.shape[0] < pixels.shape[1] - 15
             assert distance(_jpeg(image), data) <= THRESHOLD
+
+
+# ---------------------------------------------------------------- the content entry's box
+
+
+def _figure_canvas(side: int = 48) -> np.ndarray:
+    """A grey figure with an uneven outline on a white (flattened transparent) canvas."""
+    canvas = np.full((side, side), 255, dtype=np.uint8)
+    canvas[12:36, 16:30] = 90  # body
+    canvas[8:12, 20:26] = 40  # head, narrower than the body
+    canvas[20:24, 10:16] = 60  # an arm
+    return canvas
+
+
+def _framed(canvas: np.ndarray, pad: tuple[int, int], value: int) -> np.ndarray:
+    rows, cols = pad
+    out = np.full((canvas.shape[0] + 2 * rows, canvas.shape[1] + 2 * cols), value, np.uint8)
+    out[rows : rows + canvas.shape[0], cols : cols + canvas.shape[1]] = canvas
+    return out
+
+
+@pytest.mark.parametrize(
+    ("pad", "value"),
+    [((0, 0), 0), ((5, 5), 0), ((5, 5), 128), ((0, 21), 0), ((9, 0), 30), ((5, 5), 255)],
+)
+def test_content_box_peels_nested_backgrounds_to_the_figure(
+    pad: tuple[int, int], value: int
+) -> None:
+    # A transparent sprite flattened onto white, padded or letterboxed with black or grey:
+    # the bars come off, then the white margin, down to the same figure box.
+
+
+    framed = _framed(_figure_canvas(), pad, value)
+    rows, cols = pad
+    assert content_box(framed) == (10.0 + cols, 8.0 + rows, 30.0 + cols, 36.0 + rows)
+
+
+def test_content_box_keeps_a_flat_figure_and_ignores_pictures_without_background() -> None:
+
+
+    flat = _framed(np.full((10, 10), 200, np.uint8), (15, 15), 0)  # a flat block: kept whole
+    assert content_box(flat) == (15.0, 15.0, 25.0, 25.0)
+    assert content_box(np.asarray(photo(5).convert("L"))) is None  # nothing uniform to peel
+    assert content_box(np.full((30, 30), 7, np.uint8)) is None  # blank: no content
