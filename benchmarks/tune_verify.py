@@ -121,6 +121,9 @@ def score(data: dict[str, Any], edges: np.ndarray) -> tuple[str, str]:
     group[order_rows] = labels
     pairs, same = bc.closure_precision(frame, group)
     parts = [f"precision {100 * same / max(pairs, 1):.1f}% ({pairs - same} false of {pairs})"]
+    if "subcrop_family" in frame.columns:
+        pairs, same = bc.closure_precision(frame, group, "subcrop_family")
+        parts.append(f"with sub-crops as copies {100 * same / max(pairs, 1):.1f}%")
     for kind in bc.IMAGE_KINDS:
         mask = (frame["image_kind"] == kind).to_numpy()
         p, s = bc.closure_precision(frame[mask], group[mask])

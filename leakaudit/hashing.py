@@ -957,7 +957,7 @@ def whole_and_crop_hashes(
 
 #: A line (row or column) is background when every pixel of it lies within this many
 #: grey levels of the line's median.
-CONTENT_STEP = 24
+CONTENT_STEP = 12
 #: Layers of background peeled at most (a pad of one colour around a transparent
 #: margin flattened onto another is two).
 _CONTENT_ROUNDS = 6
@@ -1011,23 +1011,26 @@ def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None
     region = pixels[y0:y1, x0:x1].astype(np.int16)
     if min(region.shape) < 4:
         return None
-    t, b, l, r = 0, region.shape[0], 0, region.shape[1]
+    y_a, y_b, x_a, x_b = 0, region.shape[0], 0, region.shape[1]
     for _ in range(_CONTENT_ROUNDS):
         # One layer a round: each side sheds its run of lines of its outermost colour.
-        before = t, b, l, r
-        t += _background_run(region[t:b, l:r])
-        b -= _background_run(region[t:b, l:r][::-1]) if b > t else 0
-        l += _background_run(region[t:b, l:r].T) if b > t else 0
-        r -= _background_run(region[t:b, l:r].T[::-1]) if b > t and r > l else 0
-        if (b - t) * (r - l) < 0.02 * region.size or b - t < 2 or r - l < 2:
-            t, b, l, r = before  # the layer was the content itself (a flat figure)
+        before = y_a, y_b, x_a, x_b
+        y_a += _background_run(region[y_a:y_b, x_a:x_b])
+        if y_b > y_a:
+            y_b -= _background_run(region[y_a:y_b, x_a:x_b][::-1])
+            x_a += _background_run(region[y_a:y_b, x_a:x_b].T)
+        if y_b > y_a and x_b > x_a:
+            x_b -= _background_run(region[y_a:y_b, x_a:x_b].T[::-1])
+        small = (y_b - y_a) * (x_b - x_a) < 0.02 * region.size
+        if small or y_b - y_a < 2 or x_b - x_a < 2:
+            y_a, y_b, x_a, x_b = before  # that layer was the content itself (a flat figure)
             break
-        if (t, b, l, r) == before:
+        if (y_a, y_b, x_a, x_b) == before:
             break
-    kept = (b - t) * (r - l)
+    kept = (y_b - y_a) * (x_b - x_a)
     if kept < 0.02 * region.size or kept > 0.94 * region.size:
         return None
-    return float(x0 + l), float(y0 + t), float(x0 + r), float(y0 + b)
+    return float(x0 + x_a), float(y0 + y_a), float(x0 + x_b), float(y0 + y_b)
 
 
 def _content_entry(

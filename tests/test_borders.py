@@ -484,14 +484,12 @@ def test_content_box_peels_nested_backgrounds_to_the_figure(
     # A transparent sprite flattened onto white, padded or letterboxed with black or grey:
     # the bars come off, then the white margin, down to the same figure box.
 
-
     framed = _framed(_figure_canvas(), pad, value)
     rows, cols = pad
     assert content_box(framed) == (10.0 + cols, 8.0 + rows, 30.0 + cols, 36.0 + rows)
 
 
 def test_content_box_keeps_a_flat_figure_and_ignores_pictures_without_background() -> None:
-
 
     flat = _framed(np.full((10, 10), 200, np.uint8), (15, 15), 0)  # a flat block: kept whole
     assert content_box(flat) == (15.0, 15.0, 25.0, 25.0)
