@@ -236,10 +236,15 @@ def test_views_take_the_tables_entries_as_they_are() -> None:
         extra = kinds != 0
         assert np.array_equal(kinds[extra], fresh.kinds[fresh.kinds != 0])
         # Entry by entry the same parts of the image (a view decodes on its own
-        # path, so the bits may differ a little; the order must not).
+        # path, so the bits may differ a little; the order must not). The content
+        # entry is left out: on a photo its peel of near-uniform edge lines can stop a
+        # line apart on another decode path (it only proposes candidates).
         bits = [
             bin(int(x) ^ int(y)).count("1")
-            for x, y in zip(hashes[extra, 0], fresh.entries[fresh.kinds != 0, 0], strict=True)
+            for x, y, kind in zip(
+                hashes[extra, 0], fresh.entries[fresh.kinds != 0, 0], kinds[extra], strict=True
+            )
+            if kind != 4
         ]
         assert max(bits) <= 6
     assert compare_views(
