@@ -89,9 +89,11 @@ def prepare(full: bool, data_dir: Path, workers: int) -> dict[str, Any]:
 def accepted_pairs(
     data: dict[str, Any], options: verify.VerifyOptions, matches: dict[Any, bool]
 ) -> np.ndarray:
-    """The candidates the cascade accepts under ``options`` (geometry memoised in ``matches``)."""
+    """The candidates the cascade links under ``options`` (geometry memoised in ``matches``):
+    the accepted ones that keep their neighbourhoods' support (``options.min_support``)."""
     views = data["views"]
     found = []
+    byte_copies = []
     for a, b in data["pairs"].tolist():
         view_a, view_b = views[a], views[b]
         if view_a is None or view_b is None:
@@ -110,7 +112,10 @@ def accepted_pairs(
             accepted = matches[key]
         if accepted:
             found.append((a, b))
-    return np.array(found, dtype=np.int64).reshape(-1, 2)
+            byte_copies.append(verdict.stage == "bytes")
+    pairs = np.array(found, dtype=np.int64).reshape(-1, 2)
+    keep = verify.supported_pairs(pairs, np.array(byte_copies, dtype=bool), options.min_support)
+    return pairs[keep]
 
 
 def score(data: dict[str, Any], edges: np.ndarray) -> tuple[str, str]:
@@ -121,9 +126,8 @@ def score(data: dict[str, Any], edges: np.ndarray) -> tuple[str, str]:
     group[order_rows] = labels
     pairs, same = bc.closure_precision(frame, group)
     parts = [f"precision {100 * same / max(pairs, 1):.1f}% ({pairs - same} false of {pairs})"]
-    if "subcrop_family" in frame.columns:
-        pairs, same = bc.closure_precision(frame, group, "subcrop_family")
-        parts.append(f"with sub-crops as copies {100 * same / max(pairs, 1):.1f}%")
+    pairs, same = bc.subcrop_precision(frame, group)
+    parts.append(f"with sub-crops as copies {100 * same / max(pairs, 1):.1f}%")
     for kind in bc.IMAGE_KINDS:
         mask = (frame["image_kind"] == kind).to_numpy()
         p, s = bc.closure_precision(frame[mask], group[mask])

@@ -523,6 +523,12 @@ class _Page:
                     f"pair(s); verification accepted {found['verified']} (only these link "
                     f"images) and rejected {found['rejected']}.</p>"
                 )
+            if counts.get("unsupported"):
+                out.append(
+                    f'<p class="counts">{_e(counts["unsupported"])} more pair(s) passed the '
+                    "checks but were not linked: the other images each of them matches "
+                    "disagree (look-alikes, not copies).</p>"
+                )
             rows = "".join(
                 f"<tr><th>{_e(str(k).replace('_', ' '))}</th><td>{_e(v)}</td></tr>"
                 for k, v in counts.items()

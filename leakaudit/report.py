@@ -302,6 +302,11 @@ class LeakageReport:
             f"Verification: {counts.get('candidates', 0)} candidate pair(s), "
             f"{counts.get('verified', 0)} verified, {counts.get('rejected', 0)} rejected"
         )
+        if counts.get("unsupported"):
+            text += (
+                f", {counts['unsupported']} verified but not linked (their images' other "
+                "matches disagree: look-alikes)"
+            )
         if counts.get("unverifiable"):
             text += f", {counts['unverifiable']} decided by hashes alone (images not readable)"
         if isinstance(stages, list):

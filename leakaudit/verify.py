@@ -65,6 +65,7 @@ __all__ = [
     "CANDIDATE_THRESHOLD",
     "CROP_CANDIDATE_THRESHOLD",
     "GRAPHIC_SIDE",
+    "MIN_SUPPORT",
     "PairVerdict",
     "TableEntries",
     "UnverifiableImageWarning",
@@ -75,6 +76,7 @@ __all__ = [
     "compare_views",
     "iter_edge_chunks",
     "load_view",
+    "supported_pairs",
     "table_candidates",
     "verified_labels",
     "verify_candidates",
@@ -85,6 +87,9 @@ __all__ = [
 CANDIDATE_THRESHOLD = 10
 #: The pHash threshold of pairs involving a crop or rotation entry.
 CROP_CANDIDATE_THRESHOLD = 8
+#: A verified pair links only when its two images share at least this share of the
+#: smaller of their verified neighbourhoods (:func:`supported_pairs`).
+MIN_SUPPORT = 0.6
 
 _VIEW_SIDE = 48  # the colour thumbnail kept per image
 #: Images under this many pixels on the shorter side (or with transparency) are
@@ -161,6 +166,12 @@ class VerifyOptions:
         figure (what differs from the background in either image) rather than
         on the whole canvas: a palette swap or another badge changes a tenth of
         the figure but a few hundredths of the canvas.
+    min_support : float, default 0.6
+        A verified pair links only when its two images share at least this
+        share of the smaller of their verified neighbourhoods
+        (:func:`supported_pairs`): copies of one picture verify against one
+        another, two look-alikes each with their own copies. 0 links every
+        verified pair.
 
     All defaults were chosen on ``benchmarks/bench_closure.py``'s generated
     photos, sprites and icons (``benchmarks/RESULTS.md``, "The verified
@@ -181,6 +192,7 @@ class VerifyOptions:
     graphic_changed: float = 0.03
     figure_chroma_difference: float = 12.0
     figure_changed: float = 0.075
+    min_support: float = MIN_SUPPORT
 
     def __post_init__(self) -> None:
         check_int("candidate_threshold", self.candidate_threshold, 0, 64)
@@ -198,7 +210,13 @@ class VerifyOptions:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= float(value) <= 255:
                 raise ValueError(f"{name} must be a number in [0, 255]; got {value!r}.")
-        for name in ("max_changed", "graphic_changed", "figure_changed", "graphic_correlation"):
+        for name in (
+            "max_changed",
+            "graphic_changed",
+            "figure_changed",
+            "graphic_correlation",
+            "min_support",
+        ):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
                 raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}.")
@@ -219,6 +237,7 @@ class VerifyOptions:
             "graphic_changed": self.graphic_changed,
             "figure_chroma_difference": self.figure_chroma_difference,
             "figure_changed": self.figure_changed,
+            "min_support": self.min_support,
         }
 
 
@@ -928,6 +947,9 @@ class VerifiedPairs:
         The stages that ran.
     geometry : str
         The geometric backend that ran, or why it did not.
+    n_unsupported : int
+        Pairs the checks accepted that do not link: their images' verified
+        neighbourhoods disagree (:func:`supported_pairs`). Not in ``edges``.
     """
 
     edges: pd.DataFrame
@@ -936,6 +958,7 @@ class VerifiedPairs:
     n_unverified: int
     stages: list[str]
     geometry: str
+    n_unsupported: int = 0
 
     def parameters(self) -> dict[str, Any]:
         """Counts for the report's ``parameters["verification"]``."""
@@ -943,6 +966,7 @@ class VerifiedPairs:
             "candidates": self.n_candidates,
             "verified": len(self.edges),
             "rejected": self.n_rejected,
+            "unsupported": self.n_unsupported,
             "unverifiable": self.n_unverified,
             "geometry": self.geometry,
         }
@@ -1135,6 +1159,73 @@ def verify_candidates(
     return VerifiedPairs(edges, len(pairs), rejected, unverified, stages, backend)
 
 
+def supported_pairs(
+    pairs: NDArray[np.int64],
+    keep: NDArray[np.bool_] | None = None,
+    min_support: float = MIN_SUPPORT,
+) -> NDArray[np.bool_]:
+    """Which verified pairs keep the support of their images' neighbourhoods.
+
+    An image's verified neighbourhood is itself and every image it verified
+    against. A pair ``(a, b)`` is supported when the two neighbourhoods share at
+    least ``min_support`` of the smaller one. Copies of one picture verify
+    against one another, so a pair of copies shares most of its neighbours (a
+    copy seen only with its original shares all of its own); two look-alikes
+    (an icon with another badge, a sprite in another palette), each verified
+    with its own copies, share only the few images too degraded to tell them
+    apart, and such a chain is what glued unrelated families into one group.
+    Unsupported pairs are dropped and the rest judged again on what remains,
+    until none is dropped. Deterministic: the result does not depend on the
+    order of ``pairs``.
+
+    Parameters
+    ----------
+    pairs : numpy.ndarray of int64, shape (k, 2)
+        Verified row pairs, each once.
+    keep : numpy.ndarray of bool, shape (k,), optional
+        Pairs kept whatever their support (byte-identical files); they still
+        count in the neighbourhoods.
+    min_support : float, default :data:`MIN_SUPPORT`
+        0 keeps every pair.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (k,)
+
+    Examples
+    --------
+    Two families of three copies each, and one verified pair between them:
+
+    >>> pairs = np.array([[0, 1], [0, 2], [1, 2], [3, 4], [3, 5], [4, 5], [2, 3]])
+    >>> supported_pairs(pairs).tolist()
+    [True, True, True, True, True, True, False]
+    >>> supported_pairs(np.array([[0, 1], [0, 2], [0, 3]])).tolist()  # copies of image 0
+    [True, True, True]
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    alive = np.ones(len(pairs), dtype=bool)
+    fixed = np.zeros(len(pairs), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+    if min_support <= 0 or not len(pairs):
+        return alive
+    listed = pairs.tolist()
+    while True:
+        neighbours: dict[int, set[int]] = {}
+        for (a, b), live in zip(listed, alive.tolist(), strict=True):
+            if live:
+                neighbours.setdefault(a, {a}).add(b)
+                neighbours.setdefault(b, {b}).add(a)
+        dropped = False
+        for index in np.flatnonzero(alive & ~fixed).tolist():
+            a, b = listed[index]
+            first, second = neighbours[a], neighbours[b]
+            shared = len(first & second) if len(first) < len(second) else len(second & first)
+            if shared < min_support * min(len(first), len(second)):
+                alive[index] = False
+                dropped = True
+        if not dropped:
+            return alive
+
+
 def iter_edge_chunks(edges: pd.DataFrame) -> Iterator[NDArray[np.int64]]:
     """The accepted pairs as one chunk for :func:`leakaudit.grouping.connected_component_labels`."""
     if len(edges):
@@ -1200,7 +1291,8 @@ def verified_labels(
     Candidates come from the table's entries (orientations, crops, rotations)
     when it has them, else from its whole-image hashes; low-information rows
     link only to byte-identical low-information rows, as in
-    :func:`leakaudit.grouping.link_labels`.
+    :func:`leakaudit.grouping.link_labels`. Verified pairs without the support
+    of their neighbourhoods (:func:`supported_pairs`) do not link.
     """
     from leakaudit.grouping import connected_component_labels, exact_key_edges
 
@@ -1224,6 +1316,17 @@ def verified_labels(
         ),
     )
     edges = verified.edges
+    if options.min_support > 0 and len(edges):
+        supported = supported_pairs(
+            edges[["row_a", "row_b"]].to_numpy(dtype=np.int64),
+            edges["stage"].eq("bytes").to_numpy(),
+            options.min_support,
+        )
+        if not supported.all():
+            edges = edges[supported].reset_index(drop=True)
+            verified = dataclasses.replace(
+                verified, edges=edges, n_unsupported=int(np.count_nonzero(~supported))
+            )
     chunks: list[NDArray[np.int64]] = list(iter_edge_chunks(edges))
     if low.any():
         exact = list(exact_key_edges(exact_keys, low))
@@ -1242,13 +1345,6 @@ def verified_labels(
                 }
             )
             edges = pd.concat([edges, blank], ignore_index=True)
-            verified = VerifiedPairs(
-                edges,
-                verified.n_candidates,
-                verified.n_rejected,
-                verified.n_unverified,
-                verified.stages,
-                verified.geometry,
-            )
+            verified = dataclasses.replace(verified, edges=edges)
     labels = connected_component_labels(n, iter(chunks))
     return labels, verified

@@ -23,6 +23,7 @@ from leakaudit.verify import (
     candidate_pairs,
     compare_views,
     load_view,
+    supported_pairs,
     verified_labels,
 )
 
@@ -462,7 +463,9 @@ def test_only_the_returned_edges_form_the_groups(seed: int, n: int) -> None:
         parent[find(a)] = find(b)
     roots = [find(i) for i in range(n)]
     assert pd.Series(roots).factorize()[0].tolist() == pd.Series(labels).factorize()[0].tolist()
-    assert verified.n_candidates == len(verified.edges) + verified.n_rejected
+    assert verified.n_candidates == (
+        len(verified.edges) + verified.n_rejected + verified.n_unsupported
+    )
 
 
 def test_an_image_gone_before_verification_is_named_and_decided_by_its_hashes(
@@ -479,3 +482,79 @@ def test_an_image_gone_before_verification_is_named_and_decided_by_its_hashes(
         verified = verify_candidates(np.array([[0, 1]]), np.array([2]), paths, paths, workers=1)
     assert verified.edges["stage"].tolist() == ["hash"]
     assert verified.n_unverified == 1
+
+
+# ------------------------------------------------------------ support of a verified pair
+
+
+def _support_oracle(
+    pairs: np.ndarray, keep: np.ndarray, n: int, min_support: float
+) -> np.ndarray:
+    """supported_pairs by its definition, on an adjacency matrix (with self-loops)."""
+    alive = np.ones(len(pairs), dtype=bool)
+    while True:
+        adjacency = np.eye(n, dtype=bool)
+        for (a, b), live in zip(pairs.tolist(), alive.tolist(), strict=True):
+            if live:
+                adjacency[a, b] = adjacency[b, a] = True
+        drop = np.zeros(len(pairs), dtype=bool)
+        for index, (a, b) in enumerate(pairs.tolist()):
+            if alive[index] and not keep[index]:
+                shared = np.count_nonzero(adjacency[a] & adjacency[b])
+                smaller = min(np.count_nonzero(adjacency[a]), np.count_nonzero(adjacency[b]))
+                drop[index] = shared < min_support * smaller
+        if not drop.any():
+            return alive
+        alive &= ~drop
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(2, 14),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([0.0, 0.3, 0.5, 0.6, 0.75, 1.0]),
+)
+def test_supported_pairs_match_their_definition_in_any_order(
+    n: int, seed: int, min_support: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    everything = np.array([(a, b) for a in range(n) for b in range(a + 1, n)], dtype=np.int64)
+    pairs = everything[rng.random(len(everything)) < rng.uniform(0.1, 0.8)]
+    keep = rng.random(len(pairs)) < 0.15
+    expected = _support_oracle(pairs, keep, n, min_support)
+    assert supported_pairs(pairs, keep, min_support).tolist() == expected.tolist()
+    order = rng.permutation(len(pairs))  # the result does not depend on the order
+    assert supported_pairs(pairs[order], keep[order], min_support).tolist() == (
+        expected[order].tolist()
+    )
+    # A fixed point: every pair kept has its support among the pairs kept.
+    kept = pairs[expected]
+    assert _support_oracle(kept, keep[expected], n, min_support).all()
+    assert expected[keep].all()  # byte-identical pairs always link
+
+
+def test_a_look_alike_between_two_families_does_not_link_them() -> None:
+    # Two families of copies (each verified with the others), one ambiguous copy that
+    # verified with both, and a direct look-alike pair between the two originals.
+    family_a = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    family_b = [(4, 5), (4, 6), (4, 7), (5, 6), (5, 7), (6, 7)]
+    ambiguous = [(3, 8), (2, 8), (8, 4)]
+    pairs = np.array([*family_a, *family_b, *ambiguous, (0, 4)], dtype=np.int64)
+    linked = pairs[supported_pairs(pairs)]
+    from leakaudit.grouping import connected_component_labels
+
+    labels = connected_component_labels(9, iter([linked]))
+    assert len(set(labels[:4].tolist())) == 1 and len(set(labels[4:8].tolist())) == 1
+    assert labels[0] != labels[4]  # the families stay apart
+    assert labels[8] == labels[0]  # the ambiguous copy joins the family it shares most with
+    # A copy seen only with its original, and a lone pair, keep their link.
+    assert supported_pairs(np.array([[0, 1], [0, 2], [1, 2], [2, 9]])).all()
+    assert supported_pairs(np.array([[0, 1], [0, 2], [1, 2], [2, 9]]), None, 0.0).all()
+
+
+def test_min_support_is_an_option_and_is_checked() -> None:
+    assert VerifyOptions().min_support == 0.6
+    assert VerifyOptions().parameters()["min_support"] == 0.6
+    for bad in (-0.1, 1.5, "0.6"):
+        with pytest.raises(ValueError, match="min_support"):
+            VerifyOptions(min_support=bad)  # type: ignore[arg-type]
