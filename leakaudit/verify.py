@@ -344,6 +344,13 @@ class View:
     graphic : bool
         Transparent, or under :data:`GRAPHIC_SIDE` pixels on its shorter side:
         icons, sprites and thumbnails, checked more strictly.
+    binary_alpha : bool
+        Transparent with 1-bit transparency only (every pixel fully opaque or
+        fully transparent, as GIF and PNG-8 store it).
+    hardened_grids : list of numpy.ndarray of float32
+        For soft transparency: the grid again with the alpha made 1-bit at
+        :data:`_HARDENING_LEVELS` (a copy saved as GIF turns the anti-aliased
+        fringe fully opaque or fully transparent, by the encoder's rule).
     """
 
     rgba: Image.Image
@@ -357,6 +364,28 @@ class View:
     full_grid: NDArray[np.float32] | None = None
     border: NDArray[np.float32] = field(default_factory=lambda: np.full(3, 255.0, np.float32))
     regions: dict[tuple[int, int], NDArray[np.float32]] = field(default_factory=dict)
+    binary_alpha: bool = False
+    hardened_grids: list[NDArray[np.float32]] = field(default_factory=list)
+
+
+#: Alpha levels at or above which a soft edge is taken as opaque when the other image of
+#: a pair has 1-bit transparency: any coverage (Pillow's GIF writer keeps most of the
+#: fringe), and half (the usual threshold of other encoders).
+_HARDENING_LEVELS = (1, 128)
+
+
+def _hardened_grids(region: Image.Image) -> list[NDArray[np.float32]]:
+    """The region's comparison grids with its alpha made 1-bit at each hardening level."""
+    alpha = np.asarray(region.getchannel("A"))
+    grids = []
+    for level in _HARDENING_LEVELS:
+        hard = region.copy()
+        hard.putalpha(Image.fromarray(np.where(alpha >= level, 255, 0).astype(np.uint8)))
+        small = hard.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
+        grids.append(
+            np.asarray(small.resize((_GRID, _GRID), Image.Resampling.BILINEAR), dtype=np.float32)
+        )
+    return grids
 
 
 def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image:
@@ -439,7 +468,9 @@ def load_view(
         entry_hashes, kinds = _entries_of(grey, box)
     content = content_box(grey, box)
     region = rgba.crop(tuple(round(v) for v in box))  # type: ignore[arg-type]
-    has_alpha = bool(np.asarray(region.getchannel("A")).min() < 250)
+    region_alpha = np.asarray(region.getchannel("A"))
+    has_alpha = bool(region_alpha.min() < 250)
+    binary_alpha = has_alpha and bool(np.all((region_alpha == 0) | (region_alpha == 255)))
     graphic = has_alpha or min(original_size) < GRAPHIC_SIDE
     small = region.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
     grid = np.asarray(small.resize((_GRID, _GRID), Image.Resampling.BILINEAR), dtype=np.float32)
@@ -465,6 +496,8 @@ def load_view(
         has_alpha=has_alpha,
         grid=grid,
         graphic=graphic,
+        binary_alpha=binary_alpha,
+        hardened_grids=_hardened_grids(region) if has_alpha and not binary_alpha else [],
         border=_border_colour(np.asarray(rgba, dtype=np.float32)),
         full_grid=(
             None
@@ -768,6 +801,16 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
                 b.full_grid if b.full_grid is not None else b.grid,
             ),
         ):
+            verdict = _whole_verdict(grid_a, grid_b, a, b, options)
+            if _rank(verdict) > _rank(best):
+                best = verdict
+                if best.accepted:
+                    return best
+    if a.binary_alpha != b.binary_alpha and (a.hardened_grids or b.hardened_grids):
+        # One has 1-bit transparency (a GIF copy): its fringe went opaque or transparent
+        # by the encoder's rule, so the other's soft edge is made 1-bit alike.
+        for hard in a.hardened_grids or b.hardened_grids:
+            grid_a, grid_b = (hard, b.grid) if a.hardened_grids else (a.grid, hard)
             verdict = _whole_verdict(grid_a, grid_b, a, b, options)
             if _rank(verdict) > _rank(best):
                 best = verdict
