@@ -495,3 +495,31 @@ def test_content_box_keeps_a_flat_figure_and_ignores_pictures_without_background
     assert content_box(flat) == (15.0, 15.0, 25.0, 25.0)
     assert content_box(np.asarray(photo(5).convert("L"))) is None  # nothing uniform to peel
     assert content_box(np.full((30, 30), 7, np.uint8)) is None  # blank: no content
+
+
+@pytest.mark.parametrize("layout", ["pad_black", "pad_grey", "letterbox_black"])
+def test_a_transparent_sprite_padded_or_letterboxed_on_a_colour_is_found(
+    tmp_path: Path, layout: str
+) -> None:
+    # The copy is a coloured frame around the sprite's own transparent canvas (flattened
+    # onto white): the content entry peels the frame, then the white, down to the figure.
+    sprite = Image.new("RGBA", (256, 256), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(sprite)
+    draw.ellipse((88, 24, 168, 104), fill=(240, 200, 160, 255), outline=(40, 20, 10, 255), width=6)
+    draw.rectangle(
+        (96, 104, 160, 192), fill=(40, 120, 200, 255), outline=(20, 20, 20, 255), width=6
+    )
+    draw.line((96, 120, 40, 88), fill=(20, 20, 20, 255), width=12)
+    draw.line((160, 120, 216, 160), fill=(20, 20, 20, 255), width=12)
+    draw.line((112, 192, 96, 248), fill=(20, 20, 60, 255), width=12)
+    draw.line((144, 192, 168, 248), fill=(20, 20, 60, 255), width=12)
+    sprite = sprite.resize((64, 64), Image.Resampling.LANCZOS)
+    colour = {"pad_black": 0, "pad_grey": 128, "letterbox_black": 0}[layout]
+    size = (114, 64) if layout == "letterbox_black" else (78, 78)
+    copy = Image.new("RGBA", size, (colour, colour, colour, 255))
+    copy.paste(sprite, ((size[0] - 64) // 2, (size[1] - 64) // 2))  # keeps the transparency
+    train, test = tmp_path / "train.png", tmp_path / "test.png"
+    sprite.save(train)
+    copy.save(test)
+    report = audit_splits({"train": [str(train)], "test": [str(test)]}, cache=False, workers=1)
+    assert report.n_leaked_images == 2
