@@ -779,7 +779,9 @@ def _correlation(x: NDArray[np.float32], y: NDArray[np.float32]) -> float:
 def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> PairVerdict:
     """The pixel check of one pair (no geometry): accepted, rejected or left open.
 
-    The whole images first, in the turn (of 8) whose luma correlates best; when
+    The whole images first, in the turn (of 8) whose luma correlates best (also
+    untrimmed when a trim cut something, and, for a 1-bit transparent image such
+    as a GIF against a soft-edged one, with the latter's alpha made 1-bit); when
     that does not accept, the few crop and rotation alignments nearest in hash.
     A pair left open has ``stage == "open"`` (plausible structure below
     ``min_correlation``, colours and silhouettes compatible).
