@@ -630,3 +630,46 @@ def test_second_hash_must_match_the_values() -> None:
         list(iter_unique_pairs(unique, 2, second=unique[:3], second_threshold=2))
     with pytest.raises(ValueError, match="second_threshold must be an int in"):
         list(iter_unique_pairs(unique, 2, second=unique, second_threshold=65))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("window", [64, 1 << 18])
+def test_clumpy_two_hash_grouping_with_every_bucket_size_is_exact(
+    monkeypatch: pytest.MonkeyPatch, threads: int, window: int
+) -> None:
+    from leakaudit import search
+    from leakaudit.grouping import _Forest
+
+    # Near copies of a few bases in the first hash make buckets of every size class up to and
+    # past _BLOCK_MAX (so single, block and range comparisons all run); the second hash keeps
+    # most of those candidates apart. Tiny probe chunks put many tasks in flight, so the
+    # worker threads skip with component snapshots that are often out of date.
+    rng = np.random.default_rng(11)
+    bases = rng.integers(0, 2**64, 12, dtype=np.uint64)
+    n = 3000
+    first = bases[rng.integers(0, bases.size, n)]
+    for _ in range(4):
+        first ^= np.left_shift(np.uint64(1), rng.integers(0, 64, n).astype(np.uint64))
+    second = rng.integers(0, 2**64, n, dtype=np.uint64)
+    copies = rng.integers(0, n, n // 3)
+    second[n - copies.size :] = second[copies] ^ np.left_shift(
+        np.uint64(1), rng.integers(0, 64, copies.size).astype(np.uint64)
+    )
+    unique, unique_second = distinct_pairs(first, second)
+    monkeypatch.setattr(search, "_THREADS", threads)
+    monkeypatch.setattr(search, "_PROBE_ELEMENTS", 97)
+    monkeypatch.setattr(search, "_WINDOW_ELEMENTS", window)
+    plan = SearchPlan((0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48), (2, 2, 1, 1))
+    forest = _Forest(unique.size, batch=13)
+    for a, b in iter_linking_pairs(
+        unique, 8, forest, plan=plan, second=unique_second, second_threshold=8
+    ):
+        assert bool((np.bitwise_count(unique[a] ^ unique[b]) <= 8).all())
+        assert bool((np.bitwise_count(unique_second[a] ^ unique_second[b]) <= 8).all())
+        forest.add(a, b)
+    from leakaudit.grouping import connected_component_labels
+
+    reference = pairs_within_brute_force(unique, 8)
+    close = np.bitwise_count(unique_second[reference[:, 0]] ^ unique_second[reference[:, 1]]) <= 8
+    expected = connected_component_labels(unique.size, [reference[close]])
+    assert forest.labels().tolist() == expected.tolist()
