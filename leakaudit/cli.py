@@ -95,6 +95,42 @@ def _threshold_rule(text: str) -> tuple[str | None, int]:
     return (key if "=" in text else None), value
 
 
+def _support_value(text: str) -> float:
+    """``--min-support``: a share in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
+def _verify_spec(args: argparse.Namespace) -> Any:
+    """``--verify`` and ``--min-support`` as the audit functions take them."""
+    if not args.verify:
+        return False
+    if args.min_support is None:
+        return "auto"
+    from leakaudit.verify import VerifyOptions
+
+    threshold = _threshold_spec(args.threshold)
+    link = threshold if isinstance(threshold, int) else VerifyOptions().link_threshold
+    return VerifyOptions(min_support=args.min_support, link_threshold=link)
+
+
+def _add_min_support(group: Any) -> None:
+    group.add_argument(
+        "--min-support",
+        type=_support_value,
+        default=None,
+        metavar="SHARE",
+        help="a verified pair links only when its two images share this share of the "
+        "smaller of their verified neighbourhoods (look-alikes each match their own "
+        "copies); 0 links every verified pair (default: 0.6)",
+    )
+
+
 def _threshold_spec(rules: list[tuple[str | None, int]] | None) -> int | dict[str, int] | None:
     """``--threshold`` values as audit_splits takes them (the last plain N is the default)."""
     if not rules:
@@ -149,6 +185,7 @@ def _add_common(parser: argparse.ArgumentParser, *, hashes_out: bool = False) ->
         "(decoded again in colour) decide; --no-verify links every pair within the "
         "threshold, as 0.1 did (default: on)",
     )
+    _add_min_support(group)
     group.add_argument(
         "--workers", type=int, default=None, help="processes for hashing (default: all cores)"
     )
@@ -285,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="verify candidate pairs by decoding the images again, where the shards' paths "
         "exist (default: on)",
     )
+    _add_min_support(matching)
     matching.add_argument(
         "--workers", type=int, default=None, help="threads for verification (default: all cores)"
     )
@@ -460,7 +498,7 @@ def _run_audit(
                 cache=cache,
                 dihedral=args.dihedral,
                 root=root,
-                verify="auto" if args.verify else False,
+                verify=_verify_spec(args),
             )
             if hashes_out is not None:
                 written = _write_hash_shards(report, args, hashes_out, cache=cache, decode=decode)
@@ -712,7 +750,7 @@ def _cmd_group(args: argparse.Namespace) -> int:
             method=args.method,
             threshold=_threshold_spec(args.threshold),
             dihedral=args.dihedral,
-            verify="auto" if args.verify else False,
+            verify=_verify_spec(args),
             workers=args.workers,
         )
     for warning in caught:

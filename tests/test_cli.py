@@ -297,3 +297,22 @@ def test_env_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "leakaudit 0.1.0" in out and "Pillow" in out
     assert main(["--version"]) == 0
+
+
+def test_min_support_reaches_the_verification_and_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train, test = tmp_path / "train", tmp_path / "test"
+    train.mkdir()
+    test.mkdir()
+    image = imagegen.photo_like(11, (160, 120))
+    image.save(train / "a.jpg", quality=90)
+    image.save(test / "a_copy.png")
+    out = tmp_path / "report.json"
+    args = ["compare", str(train), str(test), "--no-cache", "--quiet", "--json", str(out)]
+    assert main([*args, "--min-support", "0"]) == 0
+    report = json.loads(out.read_text())
+    assert report["parameters"]["verification"]["min_support"] == 0.0
+    assert report["n_leaked_images"] == 2
+    assert main([*args, "--min-support", "1.5"]) == 2
+    assert "--min-support" in capsys.readouterr().err
