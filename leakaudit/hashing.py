@@ -71,7 +71,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._progress import Progress, progress_enabled
-from leakaudit._text import first_few
+from leakaudit._text import first_few, printable
 from leakaudit._validation import (
     check_bool,
     check_choice,
@@ -2198,6 +2198,7 @@ def _hash_in_pool(
                     running.add(future)
                     submitted += 1
 
+            worker_results = 0
             try:
                 top_up()
                 # A fresh pool needs a few hundred milliseconds (a new interpreter
@@ -2240,6 +2241,7 @@ def _hash_in_pool(
                                 top_up()  # keep the workers fed meanwhile
                             try:
                                 result = future.result()
+                                worker_results += 1
                             except BrokenProcessPool as exc:  # a worker died or could not start
                                 broken = broken or exc
                                 result = hash_here(chunk)
@@ -2260,10 +2262,28 @@ def _hash_in_pool(
     if broken is not None:
         warnings.warn(
             f"the worker processes failed ({broken}); the images they had not hashed "
-            "were hashed in this process instead.",
+            "were hashed in this process instead." + _unguarded_main_hint(worker_results),
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _unguarded_main_hint(worker_results: int) -> str:
+    """Why workers that never returned a result most likely failed, when a script runs.
+
+    Each worker imports the main script again (Python's ``forkserver`` and
+    ``spawn``): a script that calls leakaudit at its top level, not under
+    ``if __name__ == "__main__":``, makes every worker start the audit again,
+    which Python refuses.
+    """
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if worker_results or not main_file:
+        return ""
+    return (
+        f" No worker returned a result: if {printable(os.path.basename(main_file))} calls "
+        "leakaudit with workers > 1 at its top level, move the call under "
+        "'if __name__ == \"__main__\":' (every worker process imports the script again)."
+    )
 
 
 def _init_worker(alive: Connection) -> None:

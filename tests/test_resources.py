@@ -457,3 +457,35 @@ def test_a_dead_worker_falls_back_to_hashing_here(tmp_path: Path) -> None:
         issubclass(w.category, RuntimeWarning) and "worker processes failed" in str(w.message)
         for w in caught
     )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forkserver workers (Linux)")
+def test_a_script_without_a_main_guard_is_told_why_its_workers_failed(tmp_path: Path) -> None:
+    # Every worker imports the script again; at its top level the audit starts again in the
+    # worker, which Python refuses. The run still completes (hashed in the main process),
+    # and the warning says what to change.
+    images = []
+    for seed in range(400):  # enough chunks for the pool to start
+        path = tmp_path / f"img{seed}.png"
+        imagegen.photo_like(seed, (40, 30)).save(path)
+        images.append(str(path))
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import leakaudit
+            files = {images!r}
+            report = leakaudit.audit_splits(
+                {{"train": files[:300], "test": files[300:]}}, cache=False, workers=2
+            )
+            print("audited", len(report.table))
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "audited 400" in done.stdout
+    assert "unguarded.py calls leakaudit with workers > 1 at its top level" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
