@@ -49,9 +49,12 @@ def prepare(full: bool, data_dir: Path, workers: int) -> dict[str, Any]:
     tag = "full" if full else "quick"
     cached = data_dir / f"tune_verify_{tag}.pickle"
     frame = bc.build_dataset(data_dir, bc.FULL if full else bc.QUICK, 0, workers)
+    # The views are pickled objects of the installed code: a change to leakaudit (the
+    # hashes, the View fields) makes a new pickle.
+    code = bc._versions()
     if cached.exists():
         data: dict[str, Any] = pickle.loads(cached.read_bytes())
-        if data["paths"] == frame["path"].tolist():
+        if data["paths"] == frame["path"].tolist() and data.get("code") == code:
             data["frame"] = frame
             return data
     order = [p for s in bc.SPLITS for p in frame.loc[frame["split"] == s, "path"].tolist()]
@@ -80,6 +83,7 @@ def prepare(full: bool, data_dir: Path, workers: int) -> dict[str, Any]:
         "pairs": pairs,
         "distance": distance,
         "views": views,
+        "code": code,
     }
     cached.write_bytes(pickle.dumps(data))
     data["frame"] = frame
