@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._memory import return_freed_memory
 from leakaudit._validation import check_int, describe
 from leakaudit.hashing import popcount64
 from leakaudit.search import as_hash_array, iter_linking_pairs, iter_pairs_within
@@ -297,6 +298,7 @@ def group_labels_within(
     component = np.empty(n, dtype=np.int64)
     unique_labels = forest.labels()
     del forest
+    return_freed_memory()  # what the search freed, before the caller's next allocations
     component[rows] = unique_labels[inverse]
     del inverse
     outside = np.flatnonzero(~active)

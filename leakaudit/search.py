@@ -48,11 +48,9 @@ answer, exactly, much faster on large inputs:
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import math
 import os
-import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -62,6 +60,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from leakaudit._memory import return_freed_memory
 from leakaudit._validation import check_int
 
 __all__ = [
@@ -86,7 +85,7 @@ _WINDOW_ELEMENTS = 1 << 18
 # Threads for the probing (numpy releases the GIL in its loops); results stay in order.
 _THREADS = min(2, os.cpu_count() or 1)
 # Worker threads' freed memory is handed back to the system after this many tasks (see
-# _return_freed_memory): each call costs well under a millisecond.
+# leakaudit._memory): each call costs well under a millisecond.
 _TRIM_EVERY = 16
 # Grouping: a plan is searched by _dense_links when its first band's buckets hold more than
 # this many pairs per value (clumpy data).
@@ -523,27 +522,7 @@ def _search(
                 sorted_band = ahead.submit(_sort_band, unique, plan.band_masks[index + 1])
             yield from _band_pairs(unique, threshold, plan, index, components, current, second)
             del current
-            _return_freed_memory()
-
-
-def _return_freed_memory() -> None:
-    """Hand the memory freed by the worker threads back to the system (glibc; elsewhere a no-op).
-
-    Each worker thread allocates in its own malloc arena, which keeps what numpy frees there
-    for reuse, scattered between live blocks; band after band the process then grows (1M
-    photo-like rows, default method: 278 MB peak on one thread, 348 MB on two), and whatever
-    the caller allocates next (an audit's report) comes on top. ``malloc_trim`` returns the
-    free pages of every arena (on two threads: 300 MB).
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc: musl has no malloc_trim
-        return
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    trim(0)
+            return_freed_memory()
 
 
 def _cheaper_first(
@@ -780,7 +759,7 @@ def _map_ordered(function: Callable[..., _R], tasks: Iterator[tuple[Any, ...]]) 
             if len(pending) >= 2 * _THREADS:
                 yield pending.popleft().result()
             if done % _TRIM_EVERY == 0:
-                _return_freed_memory()
+                return_freed_memory()
         while pending:
             yield pending.popleft().result()
 
