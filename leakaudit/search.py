@@ -17,8 +17,11 @@ answer, exactly, much faster on large inputs:
    buckets is visited once, never in both directions. In narrow bands the hashes of small buckets
    probe one by one, many flip masks per numpy call (a block of hashes x masks keys), and a
    single-member partner is verified in the same pass from a compact array of bucket hashes;
-   larger buckets probe as buckets. Blocks run on two threads (numpy releases the GIL in its
-   loops) and their results are taken in order, so the output does not depend on timing.
+   larger buckets probe as buckets. Probing and the comparisons it leads to run on two threads
+   (numpy releases the GIL in its loops) and their results are taken in order, so the output
+   does not depend on timing; when grouping, a worker skips bucket pairs by a snapshot of which
+   buckets are already one component (components only merge, so a stale snapshot skips less,
+   never wrongly).
 3. Each pair is emitted by exactly one band: the first band within its radius. Later bands re-find
    it as a candidate and drop it, so no global de-duplication (no set of all pairs) is ever needed.
 4. The band layout (number of bands, radii, and which bits form each band) is chosen per input by a
@@ -43,7 +46,13 @@ answer, exactly, much faster on large inputs:
    clumps (on 1M photo-like pairs the largest joint group held 5% of the rows).
 7. Bucket pairs of up to :data:`_BLOCK_MAX` members a side are compared as padded blocks, one
    broadcast XOR per size class (:func:`_block_pairs`), instead of expanding every candidate
-   into index arrays.
+   into index arrays, with the bucket pairs on the contiguous axis (numpy's inner loop runs
+   over thousands of them rather than over a bucket's few members).
+8. Cost, measured on 1M-10M photo-like (pHash, dHash) rows at the default ``t = 8``: the
+   candidates are a fixed 1.5e-3 of all pairs (3 bands of 21-22 bits at radius 2), so they
+   grow with the square of the rows; about 9 us per row (keys, sorts, 715 flip masks of
+   probing) plus 4 ns per candidate, wall time on two shared cores
+   (``benchmarks/project_default_method.py``).
 """
 
 from __future__ import annotations
