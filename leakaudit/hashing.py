@@ -965,6 +965,8 @@ _CONTENT_ROUNDS = 6
 
 def _background_run(lines: NDArray[np.int16]) -> int:
     """How many of ``lines`` (rows, outermost first) are uniform in the first one's colour."""
+    if lines.size == 0:  # nothing left to peel
+        return 0
     median = np.median(lines, axis=1, keepdims=True)
     uniform = np.all(np.abs(lines - median) <= CONTENT_STEP, axis=1)
     uniform &= np.abs(median[:, 0] - median[0, 0]) <= CONTENT_STEP
@@ -1016,11 +1018,9 @@ def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None
         # One layer a round: each side sheds its run of lines of its outermost colour.
         before = y_a, y_b, x_a, x_b
         y_a += _background_run(region[y_a:y_b, x_a:x_b])
-        if y_b > y_a:
-            y_b -= _background_run(region[y_a:y_b, x_a:x_b][::-1])
-            x_a += _background_run(region[y_a:y_b, x_a:x_b].T)
-        if y_b > y_a and x_b > x_a:
-            x_b -= _background_run(region[y_a:y_b, x_a:x_b].T[::-1])
+        y_b -= _background_run(region[y_a:y_b, x_a:x_b][::-1])
+        x_a += _background_run(region[y_a:y_b, x_a:x_b].T)
+        x_b -= _background_run(region[y_a:y_b, x_a:x_b].T[::-1])
         small = (y_b - y_a) * (x_b - x_a) < 0.02 * region.size
         if small or y_b - y_a < 2 or x_b - x_a < 2:
             y_a, y_b, x_a, x_b = before  # that layer was the content itself (a flat figure)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -523,3 +524,19 @@ def test_a_transparent_sprite_padded_or_letterboxed_on_a_colour_is_found(
     copy.save(test)
     report = audit_splits({"train": [str(train)], "test": [str(test)]}, cache=False, workers=1)
     assert report.n_leaked_images == 2
+
+
+@pytest.mark.parametrize(
+    "halves",
+    ["top-bottom", "left-right"],
+)
+def test_content_box_of_two_flat_halves_warns_nothing(halves: str) -> None:
+    # Each side peels its own flat half: nothing is left, so the layer was the content.
+    image = np.zeros((40, 60), dtype=np.uint8)
+    if halves == "top-bottom":
+        image[20:] = 255
+    else:
+        image[:, 30:] = 255
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert content_box(image) is None
