@@ -579,11 +579,16 @@ def _pixel_digest(path: str) -> str:
         ).hexdigest()
 
 
-def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+def _overlap(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """(intersection, area of a, area of b) of two boxes (left, top, right, bottom)."""
     width = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     height = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = width * height
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return width * height, (a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1])
+
+
+def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+    inter, area_a, area_b = _overlap(a, b)
+    union = area_a + area_b - inter
     return inter / union if union > 0 else 0.0
 
 
@@ -623,10 +628,9 @@ SUBCROP_CONTAINMENT = 0.9
 
 def _containment(a: Sequence[float], b: Sequence[float]) -> float:
     """Share of the smaller box that lies inside the other."""
-    width = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    height = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return width * height / smaller if smaller > 0 else 0.0
+    inter, area_a, area_b = _overlap(a, b)
+    smaller = min(area_a, area_b)
+    return inter / smaller if smaller > 0 else 0.0
 
 
 def subcrop_precision(frame: pd.DataFrame, group: np.ndarray) -> tuple[int, int]:

@@ -381,11 +381,15 @@ def _hardened_grids(region: Image.Image) -> list[NDArray[np.float32]]:
     for level in _HARDENING_LEVELS:
         hard = region.copy()
         hard.putalpha(Image.fromarray(np.where(alpha >= level, 255, 0).astype(np.uint8)))
-        small = hard.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
-        grids.append(
-            np.asarray(small.resize((_GRID, _GRID), Image.Resampling.BILINEAR), dtype=np.float32)
-        )
+        grids.append(_view_and_grid(hard)[1])
     return grids
+
+
+def _view_and_grid(region: Image.Image) -> tuple[Image.Image, NDArray[np.float32]]:
+    """A region's 48 x 48 view and its comparison grid (the one way both are made)."""
+    small = region.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
+    grid = np.asarray(small.resize((_GRID, _GRID), Image.Resampling.BILINEAR), dtype=np.float32)
+    return small, grid
 
 
 def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image:
@@ -472,8 +476,7 @@ def load_view(
     has_alpha = bool(region_alpha.min() < 250)
     binary_alpha = has_alpha and bool(np.all((region_alpha == 0) | (region_alpha == 255)))
     graphic = has_alpha or min(original_size) < GRAPHIC_SIDE
-    small = region.resize((_VIEW_SIDE, _VIEW_SIDE), Image.Resampling.BOX)
-    grid = np.asarray(small.resize((_GRID, _GRID), Image.Resampling.BILINEAR), dtype=np.float32)
+    small, grid = _view_and_grid(region)
     # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
     geometry_grey = np.zeros((0, 0), dtype=np.uint8)
     if not graphic:
