@@ -964,15 +964,27 @@ _CONTENT_ROUNDS = 6
 
 
 def _background_run(lines: NDArray[np.int16]) -> int:
-    """How many of ``lines`` (rows, outermost first) are uniform in the first one's colour."""
+    """How many of ``lines`` (rows, outermost first) are uniform in the first one's colour.
+
+    Lines are judged in growing batches (1, 2, 4, ... lines), so an image whose outermost
+    line is not uniform, most photos, costs one line's median, not one per line.
+    """
     if lines.size == 0:  # nothing left to peel
         return 0
-    median = np.median(lines, axis=1, keepdims=True)
-    uniform = np.all(np.abs(lines - median) <= CONTENT_STEP, axis=1)
-    uniform &= np.abs(median[:, 0] - median[0, 0]) <= CONTENT_STEP
-    if uniform.all():
-        return int(uniform.size)
-    return int(np.argmin(uniform))
+    if int(lines[0].max()) - int(lines[0].min()) > 2 * CONTENT_STEP:
+        return 0  # no median lies within the step of both ends
+    colour = float(np.median(lines[0]))
+    done, batch = 0, 1
+    while done < len(lines):
+        chunk = lines[done : done + batch]
+        median = np.median(chunk, axis=1, keepdims=True)
+        uniform = np.all(np.abs(chunk - median) <= CONTENT_STEP, axis=1)
+        uniform &= np.abs(median[:, 0] - colour) <= CONTENT_STEP
+        if not uniform.all():
+            return done + int(np.argmin(uniform))
+        done += len(chunk)
+        batch *= 2
+    return done
 
 
 def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None:
