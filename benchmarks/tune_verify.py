@@ -74,6 +74,7 @@ def prepare(full: bool, data_dir: Path, workers: int) -> dict[str, Any]:
         linkable,
         options.candidate_threshold,
         options.crop_candidate_threshold,
+        options.crop_candidate_dhash_threshold,
     )
     table_entries = verify.TableEntries(entries.owner, entries.phash, entries.dhash, kinds)
     views = verify._views(order, order, np.unique(pairs.ravel()), decode, workers, table_entries)

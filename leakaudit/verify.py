@@ -65,6 +65,7 @@ from leakaudit.search_between import iter_pairs_between
 
 __all__ = [
     "CANDIDATE_THRESHOLD",
+    "CROP_CANDIDATE_DHASH_THRESHOLD",
     "CROP_CANDIDATE_THRESHOLD",
     "GRAPHIC_SIDE",
     "MIN_SUPPORT",
@@ -89,6 +90,8 @@ __all__ = [
 CANDIDATE_THRESHOLD = 10
 #: The pHash threshold of pairs involving a crop or rotation entry.
 CROP_CANDIDATE_THRESHOLD = 8
+#: The dHash limit of such a pair (:class:`VerifyOptions`).
+CROP_CANDIDATE_DHASH_THRESHOLD = 10
 #: A verified pair links only when its two images share at least this share of the
 #: smaller of their verified neighbourhoods (:func:`supported_pairs`).
 MIN_SUPPORT = 0.6
@@ -129,11 +132,17 @@ class VerifyOptions:
     ----------
     candidate_threshold : int, default 10
         Both hashes of a pair of whole-image entries within this many bits make
-        a candidate; also the dHash limit of crop and rotation entries.
+        a candidate.
     crop_candidate_threshold : int, default 8
         The pHash limit of a pair involving a crop or rotation entry: there are
         30 such entries per image, and the search's cost grows steeply with
         the threshold (20,000 photos: 3.3 s at 8, 11.3 s at 10).
+    crop_candidate_dhash_threshold : int, default 10
+        The dHash limit of such a pair. A crop's dHash moves more than its
+        pHash: at 12, 18 more of 143 15% crops enter the net, but on the
+        closure benchmark recall of 15% crops rose only 72.0 -> 76.2% while
+        precision fell 92.1 -> 89.7%, and 20,000 unrelated photos made twice
+        the candidates (benchmarks/RESULTS.md, section 10).
     link_threshold : int, default 8
         For a pair whose images cannot be decoded again (in-memory items
         without ``images=``, a file gone since it was hashed): both whole-image
@@ -182,6 +191,7 @@ class VerifyOptions:
 
     candidate_threshold: int = CANDIDATE_THRESHOLD
     crop_candidate_threshold: int = CROP_CANDIDATE_THRESHOLD
+    crop_candidate_dhash_threshold: int = CROP_CANDIDATE_DHASH_THRESHOLD
     link_threshold: int = 8
     min_correlation: float = 0.80
     max_chroma_difference: float = 12.0
@@ -199,6 +209,7 @@ class VerifyOptions:
     def __post_init__(self) -> None:
         check_int("candidate_threshold", self.candidate_threshold, 0, 64)
         check_int("crop_candidate_threshold", self.crop_candidate_threshold, 0, 64)
+        check_int("crop_candidate_dhash_threshold", self.crop_candidate_dhash_threshold, 0, 64)
         check_int("link_threshold", self.link_threshold, 0, 64)
         for name in ("min_correlation", "geometry_correlation", "min_silhouette"):
             value = getattr(self, name)
@@ -230,6 +241,7 @@ class VerifyOptions:
         return {
             "candidate_threshold": self.candidate_threshold,
             "crop_candidate_threshold": self.crop_candidate_threshold,
+            "crop_candidate_dhash_threshold": self.crop_candidate_dhash_threshold,
             "min_correlation": self.min_correlation,
             "max_chroma_difference": self.max_chroma_difference,
             "min_silhouette": self.min_silhouette,
@@ -254,17 +266,19 @@ def candidate_pairs(
     linkable: NDArray[np.bool_],
     threshold: int,
     crop_threshold: int | None = None,
+    crop_dhash_threshold: int | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Row pairs with a pair of entries within the thresholds on both hashes.
 
     Entries pair turned whole images with each other (both hashes within
     ``threshold``), and the image as it is with crops and rotations, and crops
     with rotations (a rotated copy's crop against the original's rotation):
-    pHash within ``crop_threshold`` (default ``threshold``) and dHash within
-    ``threshold``. Never crop with crop or rotation with rotation (they add
-    false candidates and reach nothing the others miss). Two searches, whole
-    entries and the others, each exact (:func:`leakaudit.search.iter_pairs_within`):
-    every such pair of entries is found.
+    pHash within ``crop_threshold`` and dHash within ``crop_dhash_threshold``
+    (both default ``threshold``). Never crop with crop or rotation with
+    rotation (they add false candidates and reach nothing the others miss).
+    Every search is exact (:func:`leakaudit.search.iter_pairs_within`,
+    :func:`leakaudit.search_between.iter_pairs_between`): every such pair of
+    entries is found.
 
     Returns
     -------
@@ -275,6 +289,7 @@ def candidate_pairs(
         pair of the two rows; -1 when only crop or rotation entries matched.
     """
     crop_threshold = threshold if crop_threshold is None else crop_threshold
+    crop_dhash_threshold = threshold if crop_dhash_threshold is None else crop_dhash_threshold
     usable = linkable[owner]
 
     def of_kinds(*wanted: int) -> NDArray[np.int64]:
@@ -305,12 +320,13 @@ def candidate_pairs(
     for e in searches:
         a, b = e[:, 0], e[:, 1]
         d = popcount64(dhash[a] ^ dhash[b]).astype(np.int64)
-        keep = (owner[a] != owner[b]) & (d <= threshold) & _PAIRS[kinds[a], kinds[b]]
+        whole = (kinds[a] == WHOLE) & (kinds[b] == WHOLE)
+        d_limit = np.where(whole, threshold, crop_dhash_threshold)
+        keep = (owner[a] != owner[b]) & (d <= d_limit) & _PAIRS[kinds[a], kinds[b]]
         if not keep.any():
             continue
-        a, b, d = a[keep], b[keep], d[keep]
+        a, b, d, whole = a[keep], b[keep], d[keep], whole[keep]
         p = popcount64(phash[a] ^ phash[b]).astype(np.int64)
-        whole = (kinds[a] == WHOLE) & (kinds[b] == WHOLE)
         lo, hi = np.minimum(owner[a], owner[b]), np.maximum(owner[a], owner[b])
         found.append(np.stack([lo, hi], axis=1))
         dist.append(np.where(whole, np.maximum(p, d), 10_000))
@@ -1337,6 +1353,7 @@ def table_candidates(
         linkable,
         options.candidate_threshold,
         options.crop_candidate_threshold,
+        options.crop_candidate_dhash_threshold,
     )
     return found, (owner, phash, dhash, kinds)
 

@@ -282,7 +282,7 @@ def test_views_take_the_tables_entries_as_they_are() -> None:
     ).accepted
 
 
-def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold, crop):  # type: ignore[no-untyped-def]
+def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold, crop, crop_dhash):  # type: ignore[no-untyped-def]
     allowed = {(0, 0), (3, 1), (1, 3), (3, 2), (2, 3), (1, 2), (2, 1), (4, 4), (4, 3), (3, 4)}
     found = set()
     for i in range(len(owner)):
@@ -292,10 +292,10 @@ def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold, cro
                 continue
             if (int(kinds[i]), int(kinds[j])) not in allowed:
                 continue
-            limit = threshold if kinds[i] == 0 and kinds[j] == 0 else crop
-            if bin(int(phash[i]) ^ int(phash[j])).count("1") > limit:
+            whole = kinds[i] == 0 and kinds[j] == 0
+            if bin(int(phash[i]) ^ int(phash[j])).count("1") > (threshold if whole else crop):
                 continue
-            if bin(int(dhash[i]) ^ int(dhash[j])).count("1") > threshold:
+            if bin(int(dhash[i]) ^ int(dhash[j])).count("1") > (threshold if whole else crop_dhash):
                 continue
             found.add((min(a, b), max(a, b)))
     return found
@@ -307,8 +307,11 @@ def _brute_force_candidates(owner, phash, dhash, kinds, linkable, threshold, cro
     st.integers(0, 2**16),
     st.integers(0, 12),
     st.integers(0, 12),
+    st.integers(0, 14),
 )
-def test_candidate_pairs_are_exactly_the_brute_force_pairs(entries, seed, threshold, crop) -> None:  # type: ignore[no-untyped-def]
+def test_candidate_pairs_are_exactly_the_brute_force_pairs(  # type: ignore[no-untyped-def]
+    entries, seed, threshold, crop, crop_dhash
+) -> None:
     rng = np.random.default_rng(seed)
     owner = np.sort(np.array([o for o, _ in entries], dtype=np.int64))
     kinds = np.array([k for _, k in entries], dtype=np.int8)
@@ -323,10 +326,18 @@ def test_candidate_pairs_are_exactly_the_brute_force_pairs(entries, seed, thresh
 
     phash, dhash = near(len(owner)), near(len(owner))
     linkable = rng.random(8) < 0.9
-    pairs, _ = candidate_pairs(owner, phash, dhash, kinds, linkable, threshold, crop)
+    pairs, _ = candidate_pairs(owner, phash, dhash, kinds, linkable, threshold, crop, crop_dhash)
     assert {tuple(p) for p in pairs.tolist()} == _brute_force_candidates(
-        owner, phash, dhash, kinds, linkable, threshold, crop
+        owner, phash, dhash, kinds, linkable, threshold, crop, crop_dhash
     )
+
+
+def test_crop_candidate_dhash_threshold_is_validated_and_reported() -> None:
+    with pytest.raises(ValueError, match="crop_candidate_dhash_threshold"):
+        VerifyOptions(crop_candidate_dhash_threshold=65)
+    assert VerifyOptions(crop_candidate_dhash_threshold=12).parameters()[
+        "crop_candidate_dhash_threshold"
+    ] == 12
 
 
 # ------------------------------------------------------- only verified edges group
