@@ -21,9 +21,11 @@ the result is the same.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from math import comb
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -44,6 +46,7 @@ _PAIRS_PER_CHUNK = 1 << 22
 _PROBE_COST_IN_PAIRS = 8
 # Below this many query x index pairs the bands run on the calling thread.
 _PARALLEL_MIN_PAIRS = 1 << 26
+_THREADS = min(2, os.cpu_count() or 1)
 
 
 def pairs_between_brute_force(
@@ -161,60 +164,93 @@ def _banded_pairs(
     masks = [sum(1 << bit for bit in range(band, _BITS, count)) for band in range(count)]
     bands = [band for band in range(count) if radii[band] >= 0]
 
-    def one_band(band: int) -> list[NDArray[np.int64]]:
+    def index_of(band: int) -> _BandIndex:
+        return _BandIndex.build(indexed, masks[band], radii[band])
+
+    def probe_rows(band_index: _BandIndex, band: int, first: int, stop: int) -> list[Any]:
         earlier = [(np.uint64(masks[b]), radii[b]) for b in bands if b < band]
-        return list(_band_pairs(probe, indexed, t, masks[band], radii[band], earlier))
+        return list(band_index.pairs(probe, first, stop, indexed, t, earlier))
 
-    if len(bands) == 1 or probe.size * indexed.size < _PARALLEL_MIN_PAIRS:
+    if probe.size * indexed.size < _PARALLEL_MIN_PAIRS:
         for band in bands:
-            yield from one_band(band)
+            yield from probe_rows(index_of(band), band, 0, probe.size)
         return
-    # numpy's gathers and sorts release the GIL: the bands share two threads.
-    with ThreadPoolExecutor(max_workers=min(2, len(bands))) as pool:
-        for found in pool.map(one_band, bands):
-            yield from found
+    # One band's index at a time (a few hundred MB at 25M entries); numpy's gathers release
+    # the GIL, so two threads share its probing in even slices of the queries.
+    slices = np.linspace(0, probe.size, 2 * _THREADS + 1).astype(int).tolist()
+    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+        for band in bands:
+            band_index = index_of(band)
+            tasks = [
+                (band_index, band, first, stop)
+                for first, stop in itertools.pairwise(slices)
+                if stop > first
+            ]
+            for found in pool.map(lambda task: probe_rows(*task), tasks):
+                yield from found
+            del band_index, tasks  # before the next band's index is built
 
 
-def _band_pairs(
-    probe: NDArray[np.uint64],
-    indexed: NDArray[np.uint64],
-    t: int,
-    mask: int,
-    radius: int,
-    earlier: list[tuple[np.uint64, int]],
-) -> Iterator[NDArray[np.int64]]:
-    """The pairs of one band no earlier band finds: keys within ``radius``, hashes within ``t``."""
-    width = bin(mask).count("1")
-    keys = band_keys(indexed, mask).astype(np.int32)
-    order = np.argsort(keys, kind="stable")
-    sorted_hashes = indexed[order]  # candidates read their hash from here, in bucket order
-    counts = np.bincount(keys, minlength=1 << width)
-    del keys
-    # Most probes miss: a byte per key (4 MB at 22 bits) answers them from cache before the
-    # bucket starts (16 MB) are touched.
-    occupied = counts > 0
-    starts = np.zeros((1 << width) + 1, dtype=np.int32)
-    np.cumsum(counts, out=starts[1:])
-    del counts
-    flips = _flip_masks(width, radius).astype(np.int32)
-    probe_keys = band_keys(probe, mask).astype(np.int32)
-    rows_per_chunk = max(1, _PROBES_PER_CHUNK // flips.size)
-    for first in range(0, probe.size, rows_per_chunk):
-        probed = (probe_keys[first : first + rows_per_chunk, None] ^ flips[None, :]).ravel()
-        hit = np.flatnonzero(occupied.take(probed))
-        if hit.size == 0:
-            continue
-        key = probed[hit]
-        lo = starts.take(key).astype(np.int64)
-        count = starts.take(key + 1) - lo
-        query = np.repeat(hit // flips.size + first, count)
-        position = _ranges(lo, count)
-        xor = probe[query] ^ sorted_hashes[position]
-        keep = popcount64(xor) <= t
-        for earlier_mask, earlier_radius in earlier:  # an earlier band finds these
-            keep &= popcount64(xor & earlier_mask) > earlier_radius
-        if keep.any():
-            yield np.stack([query[keep], order[position[keep]]], axis=1)
+class _BandIndex:
+    """One band of the indexed set: its rows sorted by key, and where each key's bucket starts."""
+
+    def __init__(
+        self,
+        mask: int,
+        radius: int,
+        order: NDArray[np.signedinteger[Any]],
+        sorted_hashes: NDArray[np.uint64],
+        occupied: NDArray[np.bool_],
+        starts: NDArray[np.int32],
+    ) -> None:
+        self.mask, self.radius = mask, radius
+        self.order, self.sorted_hashes = order, sorted_hashes
+        self.occupied, self.starts = occupied, starts
+
+    @classmethod
+    def build(cls, indexed: NDArray[np.uint64], mask: int, radius: int) -> _BandIndex:
+        width = bin(mask).count("1")
+        keys = band_keys(indexed, mask).astype(np.int32)
+        order = np.argsort(keys, kind="stable")
+        if indexed.size < 2**31:
+            order = order.astype(np.int32)
+        counts = np.bincount(keys, minlength=1 << width)
+        starts = np.zeros((1 << width) + 1, dtype=np.int32)
+        np.cumsum(counts, out=starts[1:])
+        # Most probes miss: a byte per key (4 MB at 22 bits) answers them from cache before
+        # the bucket starts (16 MB) are touched.
+        return cls(mask, radius, order, indexed[order], counts > 0, starts)
+
+    def pairs(
+        self,
+        probe: NDArray[np.uint64],
+        first: int,
+        stop: int,
+        indexed: NDArray[np.uint64],
+        t: int,
+        earlier: list[tuple[np.uint64, int]],
+    ) -> Iterator[NDArray[np.int64]]:
+        """Pairs of ``probe[first:stop]`` on this band that no ``earlier`` band finds."""
+        width = bin(self.mask).count("1")
+        flips = _flip_masks(width, self.radius).astype(np.int32)
+        probe_keys = band_keys(probe[first:stop], self.mask).astype(np.int32)
+        rows_per_chunk = max(1, _PROBES_PER_CHUNK // flips.size)
+        for chunk in range(0, probe_keys.size, rows_per_chunk):
+            probed = (probe_keys[chunk : chunk + rows_per_chunk, None] ^ flips[None, :]).ravel()
+            hit = np.flatnonzero(self.occupied.take(probed))
+            if hit.size == 0:
+                continue
+            key = probed[hit]
+            lo = self.starts.take(key).astype(np.int64)
+            count = self.starts.take(key + 1) - lo
+            query = np.repeat(hit // flips.size + (first + chunk), count)
+            position = _ranges(lo, count)
+            xor = probe[query] ^ self.sorted_hashes[position]
+            keep = popcount64(xor) <= t
+            for earlier_mask, earlier_radius in earlier:  # an earlier band finds these
+                keep &= popcount64(xor & earlier_mask) > earlier_radius
+            if keep.any():
+                yield np.stack([query[keep], self.order[position[keep]]], axis=1)
 
 
 def _ranges(start: NDArray[np.int64], length: NDArray[np.int64]) -> NDArray[np.int64]:
