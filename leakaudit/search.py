@@ -57,20 +57,23 @@ answer, exactly, much faster on large inputs:
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import math
 import os
+import warnings
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from leakaudit._memory import return_freed_memory
-from leakaudit._validation import check_int
+from leakaudit._validation import check_choice, check_int, usable_cpu_count
 
 __all__ = [
     "as_hash_array",
@@ -91,8 +94,22 @@ _DIRECT_TABLE_MAX_BITS = 24
 _PROBE_ELEMENTS = 1 << 18
 # Candidate pairs per verification window: small enough that the window's arrays stay in cache.
 _WINDOW_ELEMENTS = 1 << 18
-# Threads for the probing (numpy releases the GIL in its loops); results stay in order.
-_THREADS = min(2, os.cpu_count() or 1)
+# Threads for the probing (numpy releases the GIL in its loops); results stay in order. None:
+# the ``threads`` argument, else ``LEAKAUDIT_THREADS``, else the defaults below (see
+# _thread_count); tests set an int to fix it.
+_THREADS: int | None = None
+# The numpy path's default: its worker threads spend part of their time holding the GIL, and
+# each task in flight holds its arrays, so it was measured and tuned on two.
+_NUMPY_THREADS = 2
+# Linking searches over at least this many distinct values use the compiled kernels when numba
+# is installed (engine="auto"); below it the numpy path takes well under a second, less than
+# importing numba and loading the cached kernels.
+_KERNEL_MIN_VALUES = 200_000
+# Compiled band search: band keys per task (about 64 tasks per thread, at least 256 keys).
+_KERNEL_TASKS_PER_THREAD = 64
+# Compiled band search: pairs per worker buffer (16 bytes each), grown when a bucket needs more.
+_KERNEL_BUFFER_PAIRS = 1 << 16
+_ENGINES = ("auto", "numba", "numpy")
 # Worker threads' freed memory is handed back to the system after this many tasks (see
 # leakaudit._memory): each call costs well under a millisecond.
 _TRIM_EVERY = 16
@@ -188,7 +205,11 @@ def pairs_within_brute_force(hashes: NDArray[np.uint64], threshold: int) -> NDAr
 
 
 def iter_pairs_within(
-    hashes: NDArray[np.uint64], threshold: int, *, chunk_pairs: int = 4_000_000
+    hashes: NDArray[np.uint64],
+    threshold: int,
+    *,
+    chunk_pairs: int = 4_000_000,
+    threads: int | None = None,
 ) -> Iterator[NDArray[np.int64]]:
     """Stream every pair of rows whose hashes differ in at most ``threshold`` bits.
 
@@ -205,6 +226,9 @@ def iter_pairs_within(
         Largest Hamming distance (inclusive), in ``[0, 64]``.
     chunk_pairs : int, default 4_000_000
         Largest number of pairs per yielded chunk.
+    threads : int, optional
+        Worker threads of the search; default ``LEAKAUDIT_THREADS`` when set, else 2 (see
+        :func:`iter_linking_pairs`).
 
     Yields
     ------
@@ -224,10 +248,13 @@ def iter_pairs_within(
     h = as_hash_array(hashes)
     t = check_int("threshold", threshold, 0, _BITS)
     chunk = check_int("chunk_pairs", chunk_pairs, 1)
-    return _iter_row_pairs(h, t, chunk)
+    _check_threads(threads)
+    return _iter_row_pairs(h, t, chunk, threads)
 
 
-def _iter_row_pairs(h: NDArray[np.uint64], t: int, chunk: int) -> Iterator[NDArray[np.int64]]:
+def _iter_row_pairs(
+    h: NDArray[np.uint64], t: int, chunk: int, threads: int | None = None
+) -> Iterator[NDArray[np.int64]]:
     unique, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
     # Rows grouped by their distinct value: members of value v are order[starts[v] : starts[v] + c].
     order = np.argsort(inverse, kind="stable")
@@ -241,7 +268,7 @@ def _iter_row_pairs(h: NDArray[np.uint64], t: int, chunk: int) -> Iterator[NDArr
         yield from batcher.add(order[owner], order[owner + 1 + offset])
 
     # Distinct values within the threshold, expanded to all their rows.
-    for a, b in iter_unique_pairs(unique, t):
+    for a, b in iter_unique_pairs(unique, t, threads=threads):
         ca = counts[a]
         cb = counts[b]
         if bool((ca == 1).all()) and bool((cb == 1).all()):
@@ -254,7 +281,9 @@ def _iter_row_pairs(h: NDArray[np.uint64], t: int, chunk: int) -> Iterator[NDArr
     yield from batcher.flush()
 
 
-def pairs_within(hashes: NDArray[np.uint64], threshold: int) -> NDArray[np.int64]:
+def pairs_within(
+    hashes: NDArray[np.uint64], threshold: int, *, threads: int | None = None
+) -> NDArray[np.int64]:
     """Return every pair of rows whose hashes differ in at most ``threshold`` bits.
 
     Equal to :func:`pairs_within_brute_force` for every input, computed with the fast index of
@@ -267,6 +296,8 @@ def pairs_within(hashes: NDArray[np.uint64], threshold: int) -> NDArray[np.int64
         One 64-bit perceptual hash per row.
     threshold : int
         Largest Hamming distance (inclusive), in ``[0, 64]``.
+    threads : int, optional
+        Worker threads of the search (see :func:`iter_pairs_within`).
 
     Returns
     -------
@@ -282,8 +313,9 @@ def pairs_within(hashes: NDArray[np.uint64], threshold: int) -> NDArray[np.int64
     """
     h = as_hash_array(hashes)
     t = check_int("threshold", threshold, 0, _BITS)
+    _check_threads(threads)
     n = h.size
-    chunks = list(_iter_row_pairs(h, t, 1 << 24))
+    chunks = list(_iter_row_pairs(h, t, 1 << 24, threads))
     if not chunks:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = np.concatenate(chunks)
@@ -429,6 +461,7 @@ def iter_unique_pairs(
     plan: SearchPlan | None = None,
     second: NDArray[np.uint64] | None = None,
     second_threshold: int | None = None,
+    threads: int | None = None,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield index pairs ``(a, b)`` of distinct values within ``threshold``, each pair exactly once.
 
@@ -436,9 +469,13 @@ def iter_unique_pairs(
     it, in no particular order within a pair. ``plan`` overrides the cost model (used by tests to
     exercise every layout on small inputs). With ``second`` (one more hash per position), a pair
     must also lie within ``second_threshold`` on it; ``unique`` may then repeat a value, as long as
-    its ``(unique, second)`` pairs are distinct.
+    its ``(unique, second)`` pairs are distinct. ``threads`` as in :func:`iter_linking_pairs`
+    (this search always runs on numpy).
     """
-    return _search(unique, threshold, plan, None, _second_of(unique, second, second_threshold))
+    _check_threads(threads)
+    return _search(
+        unique, threshold, plan, None, _second_of(unique, second, second_threshold), threads
+    )
 
 
 class Components(Protocol):
@@ -464,6 +501,8 @@ def iter_linking_pairs(
     plan: SearchPlan | None = None,
     second: NDArray[np.uint64] | None = None,
     second_threshold: int | None = None,
+    threads: int | None = None,
+    engine: str = "auto",
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield enough pairs within ``threshold`` to connect what all of them would connect.
 
@@ -473,9 +512,31 @@ def iter_linking_pairs(
     and a pair whose ends are already one component may be left out. ``plan`` overrides the cost
     model, and ``second`` adds a second hash that linked pairs must agree on, as in
     :func:`iter_unique_pairs`.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Worker threads. Default: the ``LEAKAUDIT_THREADS`` environment variable when set (a
+        positive int), else every CPU this process may use for the compiled kernels and 2 for
+        the numpy path (whose threads contend for the GIL).
+    engine : {"auto", "numba", "numpy"}, default "auto"
+        ``"numba"``: the compiled kernels (:mod:`leakaudit._kernels`, ``pip install
+        'leakaudit-vision[fast]'``), which keep their own union-find and yield only the pairs
+        that join two components (at most one per value). ``"numpy"``: the numpy path.
+        ``"auto"``: the kernels when numba is installed and at least 200,000 values are
+        searched, else numpy. Both are exact; the dense passes of single-hash clumpy data
+        (:func:`_dense_links`) and bands wider than 24 bits always run on numpy.
     """
+    _check_threads(threads)
+    check_choice("engine", engine, _ENGINES)
     return _search(
-        unique, threshold, plan, components, _second_of(unique, second, second_threshold)
+        unique,
+        threshold,
+        plan,
+        components,
+        _second_of(unique, second, second_threshold),
+        threads,
+        engine,
     )
 
 
@@ -485,6 +546,8 @@ def _search(
     plan: SearchPlan | None,
     components: Components | None,
     second: _Second | None = None,
+    threads: int | None = None,
+    engine: str = "numpy",
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     n = unique.size
     if n < 2 or (threshold == 0 and second is None):  # distinct values are at distance >= 1
@@ -501,6 +564,19 @@ def _search(
     covered = sum(r + 1 for r in plan.radii)
     if covered <= threshold:
         raise ValueError(f"plan covers distance < {covered}; threshold {threshold} needs more.")
+    widest = max(bin(mask).count("1") for mask in plan.band_masks)
+    kernels = None
+    if components is not None and widest <= _DIRECT_TABLE_MAX_BITS:
+        kernels = _compiled_kernels(engine, n)
+    if kernels is not None:
+        layout = _compiled_layout(kernels, unique, plan.band_masks[0], second)
+        # Single-hash clumpy data goes to the dense passes below (numpy), as on that path.
+        if second is not None or not _is_dense_counts(np.diff(layout[0]), n):
+            workers = _thread_count(threads, compiled=True)
+            yield from _compiled_links(kernels, unique, threshold, plan, second, layout, workers)
+            return
+        del layout
+    threads = _thread_count(threads, compiled=False)
     first_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] = Future()
     first_band.set_result(_sort_band(unique, plan.band_masks[0]))
     # Dense passes bet on one giant component of the searched relation. With a second hash that
@@ -510,15 +586,17 @@ def _search(
     if components is not None and second is None and _is_dense(first_band.result()[1]):
         first = _DenseBand(unique, plan.band_masks[0], plan.radii[0], first_band.result(), second)
         del first_band
-        yield from _dense_links(unique, threshold, plan, components, first, second)
+        yield from _dense_links(unique, threshold, plan, components, first, second, threads)
         return
-    if _THREADS <= 1:
+    if threads <= 1:
         bands: list[Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None] = [first_band]
         del first_band  # each band's sort is freed once searched
         bands.extend([None] * (len(plan.band_masks) - 1))
         for index in range(len(plan.band_masks)):
             band, bands[index] = bands[index], None
-            yield from _band_pairs(unique, threshold, plan, index, components, band, second)
+            yield from _band_pairs(
+                unique, threshold, plan, index, components, band, second, threads
+            )
             del band
         return
     # Each band's keys are sorted on a second thread while the previous band is searched.
@@ -529,7 +607,9 @@ def _search(
             current = sorted_band
             if index + 1 < len(plan.band_masks):
                 sorted_band = ahead.submit(_sort_band, unique, plan.band_masks[index + 1])
-            yield from _band_pairs(unique, threshold, plan, index, components, current, second)
+            yield from _band_pairs(
+                unique, threshold, plan, index, components, current, second, threads
+            )
             del current
             return_freed_memory()
 
@@ -553,6 +633,179 @@ def _cheaper_first(
     if other.estimated_seconds < plan.estimated_seconds:
         return (*swapped, other)
     return unique, threshold, second, plan
+
+
+# --------------------------------------------------------------------------------------------------
+# Threads and the compiled kernels
+
+
+def _check_threads(threads: object) -> None:
+    """Check ``threads`` and, when it is None, ``LEAKAUDIT_THREADS``, at the public boundary."""
+    if threads is not None:
+        check_int("threads", threads, 1)
+    else:
+        _thread_count(None, compiled=False)
+
+
+def _thread_count(threads: int | None, *, compiled: bool) -> int:
+    """Resolve the worker threads: the argument, a test's override, ``LEAKAUDIT_THREADS``, default.
+
+    The default is every CPU this process may use for the compiled kernels (they run without
+    the GIL and hold little per task) and :data:`_NUMPY_THREADS` for the numpy path.
+    """
+    if threads is not None:
+        return check_int("threads", threads, 1)
+    if _THREADS is not None:
+        return _THREADS
+    text = os.environ.get("LEAKAUDIT_THREADS", "").strip()
+    if text:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"LEAKAUDIT_THREADS must be an int >= 1; got {text!r}.")
+        return value
+    cores = usable_cpu_count()
+    return cores if compiled else min(_NUMPY_THREADS, cores)
+
+
+def _compiled_kernels(engine: str, n: int) -> ModuleType | None:
+    """The compiled kernels for a linking search over ``n`` values, or None for numpy.
+
+    numba is looked up without importing it; it is imported (with the kernels) only when they
+    are used. ``engine="numba"`` without numba raises an ``ImportError`` naming the extra.
+    """
+    if engine == "numpy" or (engine == "auto" and n < _KERNEL_MIN_VALUES):
+        return None
+    if importlib.util.find_spec("numba") is None:
+        if engine == "numba":
+            raise ImportError("engine='numba' needs numba: pip install 'leakaudit-vision[fast]'.")
+        return None
+    try:
+        from leakaudit import _kernels
+    except ImportError as error:  # numba present but unusable (e.g. built for another numpy)
+        if engine == "numba":
+            raise
+        warnings.warn(
+            f"numba is installed but could not be imported ({error}); searching with numpy.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return None
+    return _kernels
+
+
+def _band_lookup(mask: int) -> NDArray[np.int64]:
+    """``lookup[byte, b]``: the band-key bits of byte value ``b`` at byte ``byte`` (band_keys)."""
+    bits = _mask_bits(mask)
+    values = np.arange(256, dtype=np.int64)
+    lookup = np.zeros((8, 256), dtype=np.int64)
+    for dest, bit in enumerate(bits):
+        lookup[bit // 8] |= ((values >> (bit % 8)) & 1) << dest
+    return lookup
+
+
+_Layout = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint64]]
+
+
+def _compiled_layout(
+    kernels: ModuleType, unique: NDArray[np.uint64], mask: int, second: _Second | None
+) -> _Layout:
+    """One band's bucket table, order and hashes in band order (:func:`_kernels.band_layout`)."""
+    values = np.ascontiguousarray(unique)
+    others = values if second is None else np.ascontiguousarray(second.values)
+    layout: _Layout = kernels.band_layout(values, others, _band_lookup(mask), bin(mask).count("1"))
+    return layout
+
+
+def _compiled_links(
+    kernels: ModuleType,
+    unique: NDArray[np.uint64],
+    t: int,
+    plan: SearchPlan,
+    second: _Second | None,
+    first_layout: _Layout,
+    threads: int,
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+    """Links of a banded plan from the compiled kernels: the pairs that join two components.
+
+    Per band: a counting sort by band key (:func:`_kernels.band_layout`), then ranges of band
+    keys searched on the worker threads (:func:`_kernels.band_links`; every bucket against
+    itself and its flip-mask partners, both hashes checked), their pairs merged in task order
+    on this thread into a union-find (:func:`_kernels.merge_links`), which keeps the pairs that
+    join two components: at most one less than the values, all within both thresholds.
+    Memory: the union-find (8 bytes per value) and, for the band being searched, its order and
+    both hashes in band order (24 bytes per value), plus its key table (8 bytes per key, and as
+    much again while it is built) and the worker buffers (1 MB each, two per thread).
+    """
+    n = unique.size
+    parent = np.arange(n, dtype=np.int64)
+    second_limit = _BITS if second is None else second.threshold
+    layout: _Layout | None = first_layout
+    del first_layout
+    for mask, radius in zip(plan.band_masks, plan.radii, strict=True):
+        if layout is None:
+            layout = _compiled_layout(kernels, unique, mask, second)
+        start_of, order, values, others = layout
+        layout = None
+        width = bin(mask).count("1")
+        flips = _flip_masks_by_top_bit(width, radius)
+        masks = np.concatenate(flips).astype(np.int64)
+        tops = np.repeat(np.arange(width, dtype=np.int64), [f.size for f in flips])
+        largest = int(np.diff(start_of).max())
+        capacity = max(_KERNEL_BUFFER_PAIRS, 2 * largest)
+        keys = 1 << width
+        span = max(256, keys // (_KERNEL_TASKS_PER_THREAD * threads))
+
+        def search_keys(
+            key_low: int,
+            key_high: int,
+            start_of: NDArray[np.int64] = start_of,
+            values: NDArray[np.uint64] = values,
+            others: NDArray[np.uint64] = others,
+            masks: NDArray[np.int64] = masks,
+            tops: NDArray[np.int64] = tops,
+            capacity: int = capacity,
+        ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+            """Pairs among the buckets of keys ``key_low..key_high-1`` (positions in band order).
+
+            A full buffer is cut down to a spanning forest of its pairs, and doubled when that
+            does not free half of it: memory stays bounded even for a bucket of near copies.
+            """
+            state = np.zeros(kernels.STATE_SIZE, dtype=np.int64)
+            left = np.empty(capacity, dtype=np.int64)
+            right = np.empty(capacity, dtype=np.int64)
+            count = 0
+            while True:
+                count += kernels.band_links(
+                    key_low,
+                    key_high,
+                    start_of,
+                    masks,
+                    tops,
+                    values,
+                    others,
+                    t,
+                    second_limit,
+                    state,
+                    left[count:],
+                    right[count:],
+                )
+                if state[0] == kernels.DONE:
+                    return left[:count], right[:count]
+                count = kernels.spanning_links(left, right, count)
+                if 2 * count > left.size:
+                    left = np.concatenate((left, np.empty(left.size, dtype=np.int64)))
+                    right = np.concatenate((right, np.empty(right.size, dtype=np.int64)))
+
+        tasks = ((low, min(keys, low + span)) for low in range(0, keys, span))
+        for left, right in _map_ordered(search_keys, tasks, threads):
+            kept = kernels.merge_links(parent, order, left, right, left.size)
+            if kept:
+                yield left[:kept].copy(), right[:kept].copy()
+        del start_of, order, values, others
+        return_freed_memory()
 
 
 def _brute_unique_pairs(
@@ -750,22 +1003,25 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 
-def _map_ordered(function: Callable[..., _R], tasks: Iterator[tuple[Any, ...]]) -> Iterator[_R]:
-    """``function(*task)`` for each task, in order, on up to :data:`_THREADS` threads.
+def _map_ordered(
+    function: Callable[..., _R], tasks: Iterator[tuple[Any, ...]], threads: int
+) -> Iterator[_R]:
+    """``function(*task)`` for each task, in order, on up to ``threads`` threads.
 
-    numpy releases the GIL inside its array loops, so blocks of probing overlap on two cores.
-    Results come back in task order, whatever the timing, so the output stays deterministic;
-    at most ``2 * _THREADS`` tasks are in flight, which bounds the memory held by results.
+    numpy releases the GIL inside its array loops (the compiled kernels run without it), so
+    tasks overlap on several cores. Results come back in task order, whatever the timing, so
+    the output stays deterministic; at most ``2 * threads`` tasks are in flight, which bounds
+    the memory held by results.
     """
-    if _THREADS <= 1:
+    if threads <= 1:
         for task in tasks:
             yield function(*task)
         return
-    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+    with ThreadPoolExecutor(max_workers=threads) as pool:
         pending: deque[Future[_R]] = deque()
         for done, task in enumerate(tasks, start=1):
             pending.append(pool.submit(function, *task))
-            if len(pending) >= 2 * _THREADS:
+            if len(pending) >= 2 * threads:
                 yield pending.popleft().result()
             if done % _TRIM_EVERY == 0:
                 return_freed_memory()
@@ -951,8 +1207,13 @@ def _is_dense(sorted_keys: NDArray[np.uint64]) -> bool:
     boundary = np.empty(n + 1, dtype=np.bool_)
     boundary[0] = boundary[n] = True
     np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:n])
-    counts = np.diff(np.flatnonzero(boundary)).astype(np.float64)
-    return float(np.dot(counts, counts - 1.0)) / 2 > _DENSE_PAIRS_PER_VALUE * n
+    return _is_dense_counts(np.diff(np.flatnonzero(boundary)), n)
+
+
+def _is_dense_counts(counts: NDArray[np.int64], n: int) -> bool:
+    """:func:`_is_dense` from the bucket sizes of a band over ``n`` values."""
+    sizes = counts.astype(np.float64)
+    return float(np.dot(sizes, sizes - 1.0)) / 2 > _DENSE_PAIRS_PER_VALUE * n
 
 
 class _DenseBand:
@@ -1006,6 +1267,7 @@ def _dense_links(
     components: Components,
     first: _DenseBand,
     second: _Second | None = None,
+    threads: int = _NUMPY_THREADS,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Yield links on dense, clumpy data, skipping what is already in the giant component.
 
@@ -1031,7 +1293,7 @@ def _dense_links(
         for band in bands:
             chosen = [w for w in weights if w <= band.radius]
             if chosen:
-                giant = yield from _dense_pass(band, chosen, t, components, giant)
+                giant = yield from _dense_pass(band, chosen, t, components, giant, threads)
 
 
 def _dense_pass(
@@ -1040,6 +1302,7 @@ def _dense_pass(
     t: int,
     components: Components,
     giant: int,
+    threads: int = _NUMPY_THREADS,
 ) -> Generator[tuple[NDArray[np.int64], NDArray[np.int64]], None, int]:
     """One pass of :func:`_dense_links` (flip masks of these weights); returns the giant."""
     key_dtype = band.member_keys.dtype.type
@@ -1091,7 +1354,7 @@ def _dense_pass(
         # one is within reach of thousands: smaller blocks bound the pairs held at once.
         size = step if giant >= 0 else max(1, step // 16)
         tasks = ((positions[k : k + size],) for k in range(0, positions.size, size))
-        for a, b in _map_ordered(probe, tasks):
+        for a, b in _map_ordered(probe, tasks, threads):
             if a.size:
                 yield from _apart(components, a, b)
         components.sync()
@@ -1108,9 +1371,10 @@ def _band_pairs(
     components: Components | None,
     sorted_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None = None,
     second: _Second | None = None,
+    threads: int = _NUMPY_THREADS,
 ) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Pairs within ``t`` that band ``index`` of ``plan`` finds (see :class:`_BandSearch`)."""
-    search = _BandSearch(unique, t, plan, index, components, sorted_band, second)
+    search = _BandSearch(unique, t, plan, index, components, sorted_band, second, threads)
     yield from search.within_buckets()
     if search.radius == 0:
         return
@@ -1147,9 +1411,11 @@ class _BandSearch:
         components: Components | None,
         sorted_band: Future[tuple[NDArray[np.int64], NDArray[np.uint64]]] | None,
         second: _Second | None = None,
+        threads: int = _NUMPY_THREADS,
     ) -> None:
         mask = plan.band_masks[index]
         self.t = t
+        self.threads = threads
         self.radius = plan.radii[index]
         self.width = bin(mask).count("1")
         self.components = components
@@ -1254,7 +1520,7 @@ class _BandSearch:
                 self.refresh()  # on the main thread, as the task is handed out
                 yield buckets, self.bucket_component
 
-        for pairs in _map_ordered(compare, tasks()):
+        for pairs in _map_ordered(compare, tasks(), self.threads):
             for p, q in pairs:
                 yield from self.emit(p, q)
 
@@ -1434,7 +1700,7 @@ class _BandSearch:
                     self.refresh()  # on the main thread, as the task is handed out
                     yield chosen[k0 : k0 + step], masks, self.bucket_component
 
-        for pairs in _map_ordered(probe_block, blocks()):
+        for pairs in _map_ordered(probe_block, blocks(), self.threads):
             for p, q in pairs:
                 if p.size:
                     yield from self.emit(p, q)
@@ -1477,7 +1743,7 @@ class _BandSearch:
                 self.refresh()  # on the main thread, as the task is handed out
                 yield flips_all[f0 : f0 + step], self.bucket_component
 
-        for pairs in _map_ordered(probe_flips, tasks()):
+        for pairs in _map_ordered(probe_flips, tasks(), self.threads):
             for p, q in pairs:
                 yield from self.emit(p, q)
 
