@@ -9,7 +9,12 @@ which must be identical to every other method's (compact, in order of first appe
 Methods:
 
 - ``ours-link``: :func:`leakaudit.grouping.link_labels` with ``second=`` (the engine that
-  :func:`leakaudit.audit_hash_table` calls for precomputed hashes);
+  :func:`leakaudit.audit_hash_table` calls for precomputed hashes), as installed: with numba,
+  the compiled kernels (their cached code loaded at the first call, included in the time);
+- ``ours-link-numpy``: the same with numba hidden from the worker (``sys.modules["numba"] =
+  None``), i.e. the numpy path a core install runs;
+- ``ours-link-cold``: ``ours-link`` with an empty numba cache (a fresh ``NUMBA_CACHE_DIR``, the
+  only cache location allowed): its time minus ``ours-link``'s is the first-ever compile;
 - ``ours-stream``: the previous default-method path, kept as :func:`leakaudit.grouping.fuzzy_edges`
   (every pHash pair within 8 streamed from :func:`leakaudit.search.iter_pairs_within`, filtered by
   dHash, then union-find), for before/after figures;
@@ -24,9 +29,14 @@ Methods:
 - for the single-hash DataFrame API: ``ours-fdg`` (:func:`leakaudit.find_duplicate_groups` on a
   ``hash`` hex column, uniform hashes, ``t = 5``) against ``faiss-single`` (MultiHash, nflip 1).
 
+Each row also gives the machine's 1-minute load average when the worker started and ended
+(the machine may be shared). ``--threads N`` sets ``LEAKAUDIT_THREADS`` in the workers.
+
 Run, e.g.::
 
     .venv/bin/python benchmarks/bench_default_method.py            # 1M, all methods
+    .venv/bin/python benchmarks/bench_default_method.py --methods ours-link ours-link-numpy \
+        ours-link-cold faiss                                       # kernels vs numpy vs faiss
     .venv/bin/python benchmarks/bench_default_method.py --quick    # 100k, under a minute
     .venv/bin/python benchmarks/bench_default_method.py --sizes 10000000 --methods ours-link \\
         ours-spilled --timeout 1800
@@ -36,9 +46,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -52,7 +64,16 @@ from synthetic_hashes import DATA_DIR, cached, cached_pair_paths
 
 THRESHOLD = 8
 SINGLE_THRESHOLD = 5
-DEFAULT_METHODS = ["ours-link", "ours-stream", "ours-audit", "ours-frame", "ours-spilled", "faiss"]
+DEFAULT_METHODS = [
+    "ours-link",
+    "ours-link-numpy",
+    "ours-link-cold",
+    "ours-stream",
+    "ours-audit",
+    "ours-frame",
+    "ours-spilled",
+    "faiss",
+]
 SINGLE_METHODS = ["ours-fdg", "faiss-single"]
 ALL_METHODS = DEFAULT_METHODS + SINGLE_METHODS
 
@@ -110,7 +131,9 @@ def hex_frame(columns: dict[str, NDArray[np.uint64]]) -> Any:
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     method, size = args.worker, args.size
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"load_start": os.getloadavg()[0]}
+    if method == "ours-link-numpy":
+        sys.modules["numba"] = None  # type: ignore[assignment]  # as if not installed
     if method in SINGLE_METHODS:
         values = cached("uniform", size)
         if method == "ours-fdg":
@@ -129,7 +152,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
         result["seconds"] = time.perf_counter() - start
     else:
         phash, dhash = load_pairs(size, mapped=method == "ours-spilled")
-        if method == "ours-link":
+        if method in ("ours-link", "ours-link-numpy", "ours-link-cold"):
             from leakaudit.grouping import link_labels
 
             start = time.perf_counter()
@@ -189,6 +212,8 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             labels = faiss_labels(np.asarray(phash), np.asarray(dhash), THRESHOLD, 8)
         result["seconds"] = time.perf_counter() - start
     result["rss_mb"] = peak_rss_mb()
+    result["load_end"] = os.getloadavg()[0]
+    result["engine"] = "numba" if "leakaudit._kernels" in sys.modules else "numpy"
     result["groups"] = int(labels.max()) + 1 if labels.size else 0
     np.save(args.out, np.asarray(labels, dtype=np.int64))
     return result
@@ -208,14 +233,30 @@ def launch(args: argparse.Namespace, method: str, size: int) -> dict[str, Any]:
         "--out",
         str(out),
     ]
+    environment = dict(os.environ)
+    if args.threads is not None:
+        environment["LEAKAUDIT_THREADS"] = str(args.threads)
+    cold_cache = None
+    if method == "ours-link-cold":
+        cold_cache = tempfile.TemporaryDirectory(prefix="leakaudit-bench-numba-")
+        environment["NUMBA_CACHE_DIR"] = cold_cache.name
+        environment["NUMBA_CACHE_LOCATOR_CLASSES"] = "UserProvidedCacheLocator"
     try:
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=args.timeout, check=True
+            command,
+            capture_output=True,
+            text=True,
+            timeout=args.timeout,
+            check=True,
+            env=environment,
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout {args.timeout:.0f}s"}
     except subprocess.CalledProcessError as error:
         return {"error": (error.stderr.strip().splitlines() or ["failed"])[-1]}
+    finally:
+        if cold_cache is not None:
+            cold_cache.cleanup()
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     result["labels"] = str(out)
     return result
@@ -227,6 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", nargs="+", default=ALL_METHODS, choices=ALL_METHODS)
     parser.add_argument("--budget-mb", type=int, default=256, help="ours-spilled's shard memory")
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--threads", type=int, help="LEAKAUDIT_THREADS for the workers")
+    parser.add_argument(
+        "--expected",
+        help="labels to compare with ('same'), a path with {size}, e.g. a previous run's "
+        "benchmarks/_data/labels_session6_ours-link_{size}.npy; default: the first method's",
+    )
     parser.add_argument("--quick", action="store_true", help="100k rows, under a minute")
     parser.add_argument("--json", type=Path, help="also write all results here")
     parser.add_argument("--worker", choices=ALL_METHODS, help=argparse.SUPPRESS)
@@ -242,9 +289,20 @@ def main(argv: list[str] | None = None) -> int:
 
     import faiss
 
+    from leakaudit._validation import usable_cpu_count
+
+    try:
+        import numba
+
+        kernels = f"numba {numba.__version__}"
+    except ImportError:
+        kernels = "no numba (numpy path only)"
+    threads = args.threads or os.environ.get("LEAKAUDIT_THREADS") or usable_cpu_count()
     print(
         f"faiss {faiss.__version__} ({faiss.omp_get_max_threads()} threads), numpy "
-        f"{np.__version__}; ours on up to 2 threads; RSS = peak of the whole worker process."
+        f"{np.__version__}, {kernels}; ours: kernels on {threads} threads, numpy path on "
+        f"{args.threads or os.environ.get('LEAKAUDIT_THREADS') or 2}; {os.cpu_count()} CPUs; "
+        "RSS = peak of the whole worker process; load = 1-min load average at start -> end."
     )
     records = []
     for size in args.sizes:
@@ -258,15 +316,19 @@ def main(argv: list[str] | None = None) -> int:
             results = {method: launch(args, method, size) for method in chosen}
             labels = {m: np.load(r["labels"]) for m, r in results.items() if "labels" in r}
             first = next(iter(labels.values()), None)
+            expected = Path(args.expected.format(size=size)) if args.expected else None
+            if expected is not None and expected.exists() and family.startswith("phash"):
+                first = np.load(expected)
+                print(f"'same': labels identical to {expected}")
             reference = results.get(reference_name, {})
             print(f"\n{size:,} rows, {family}")
             print(
-                f"{'method':14} {'seconds':>9} {'parse s':>8} {'RSS MB':>8} {'B/row':>6} "
-                f"{'groups':>9} {'vs faiss':>9} {'same':>5}"
+                f"{'method':16} {'engine':>6} {'seconds':>9} {'parse s':>8} {'RSS MB':>8} "
+                f"{'B/row':>6} {'groups':>9} {'vs faiss':>9} {'same':>5} {'load':>11}"
             )
             for method, result in results.items():
                 if "error" in result:
-                    print(f"{method:14} {result['error']}")
+                    print(f"{method:16} {result['error']}")
                     continue
                 ratio = (
                     f"{reference['seconds'] / result['seconds']:.1f}x"
@@ -277,10 +339,11 @@ def main(argv: list[str] | None = None) -> int:
                     "yes" if first is not None and np.array_equal(labels[method], first) else "NO"
                 )
                 parse = f"{result['parse_seconds']:.2f}" if "parse_seconds" in result else "-"
+                load = f"{result['load_start']:.1f} -> {result['load_end']:.1f}"
                 print(
-                    f"{method:14} {result['seconds']:>9.2f} {parse:>8} {result['rss_mb']:>8.0f} "
-                    f"{result['rss_mb'] * 2**20 / size:>6.0f} {result['groups']:>9,} "
-                    f"{ratio:>9} {same:>5}",
+                    f"{method:16} {result['engine']:>6} {result['seconds']:>9.2f} {parse:>8} "
+                    f"{result['rss_mb']:>8.0f} {result['rss_mb'] * 2**20 / size:>6.0f} "
+                    f"{result['groups']:>9,} {ratio:>9} {same:>5} {load:>11}",
                     flush=True,
                 )
             records.append({"size": size, "family": family, "results": results})

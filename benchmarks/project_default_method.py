@@ -14,12 +14,20 @@ This script measures, on :func:`synthetic_hashes.clumpy_hash_pairs` data:
    candidate share of other layouts (two 32-bit bands, for larger inputs);
 2. nothing else: the time per candidate and per row come from ``bench_default_method.py`` runs
    at two sizes (``--seconds SIZE=SECONDS ...``), solved for ``seconds = a * rows + b *
-   candidates``, and then projected.
+   candidates``, and then projected: on this machine, and on ``--cores`` cores at
+   ``--efficiency`` of linear scaling from the ``--measured-cores`` the runs had (the compiled
+   kernels run without the GIL on ``LEAKAUDIT_THREADS`` threads; on a shared machine the
+   effective cores are fewer than the threads).
+
+The same fit applies to both search engines (numpy and the compiled kernels): they search the
+same plan, so the same candidates; only ``a`` and ``b`` differ.
 
 Run, e.g.::
 
     .venv/bin/python benchmarks/project_default_method.py --sizes 1000000 3000000 10000000 \\
         --seconds 1000000=9.6 3000000=71.0
+    .venv/bin/python benchmarks/project_default_method.py --sizes 1000000 10000000 \\
+        --seconds 1000000=4.9 10000000=60 --measured-cores 1.2 --cores 64
 """
 
 from __future__ import annotations
@@ -85,6 +93,13 @@ def main(argv: list[str] | None = None) -> int:
         "--seconds", nargs="*", default=[], help="measured SIZE=SECONDS of ours-link, two or more"
     )
     parser.add_argument("--sample-pairs", type=int, default=50_000_000)
+    parser.add_argument(
+        "--measured-cores", type=float, default=1.5, help="effective cores of the measured runs"
+    )
+    parser.add_argument("--cores", type=int, default=64, help="cores of the projected machine")
+    parser.add_argument(
+        "--efficiency", type=float, default=0.5, help="share of linear scaling on --cores"
+    )
     args = parser.parse_args(argv)
 
     candidates_at: dict[int, float] = {}
@@ -129,12 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         f"fit: {per_row * 1e6:.2f} us per row + {per_candidate * 1e9:.2f} ns per candidate "
         "(wall seconds on this machine)"
     )
+    speedup = args.cores * args.efficiency / args.measured_cores
     for size in (10_000_000, 100_000_000, 1_000_000_000):
         candidates = share * (size * distinct_share) ** 2 / 2
         seconds = per_row * size + per_candidate * candidates
         print(
             f"{size:>13,} rows: {candidates:.3g} candidates, {seconds:,.0f} s "
-            f"({seconds / 3600:.1f} h) on this machine"
+            f"({seconds / 3600:.1f} h) on this machine, {seconds / speedup:,.0f} s "
+            f"({seconds / speedup / 3600:.1f} h) on {args.cores} cores at "
+            f"{args.efficiency:.0%} efficiency"
         )
     return 0
 
