@@ -943,13 +943,15 @@ def _compare_grids(
         # A flat graphic's palette can differ from another's by saturation alone.
         saturation = None
     chroma = _chroma_difference(rgb_a, rgb_b, saturation=saturation, weight=weight)
-    changed = _changed_share(rgb_a, rgb_b, weight)
     iou = math.nan
     if a.has_alpha and b.has_alpha:
         mask_a = grid_a[..., 3] > 127.5
         mask_b = grid_b[..., 3] > 127.5
         union = np.count_nonzero(mask_a | mask_b)
         iou = np.count_nonzero(mask_a & mask_b) / union if union else 1.0
+    changed = math.nan  # not needed where silhouettes or colours already reject
+    if not (iou < limits.min_silhouette or chroma > limits.max_chroma_difference):
+        changed = _changed_share(rgb_a, rgb_b, weight)
     accepted, stage, reason = _decide(similarity, chroma, iou, changed, limits)
     if stage == "open" and graphic:
         # Local features on a flat or transparent graphic match its outline, which
