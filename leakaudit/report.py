@@ -456,7 +456,9 @@ def dhash_audit(
     split = grouped_df["split"].astype(object).where(grouped_df["split"].notna(), None)
     group = grouped_df["group_id"].to_numpy()
     order = _split_order(split)
-    frame = pd.DataFrame({"group_id": group, "split": split})
+    # The split as a categorical: the counts below group 1M rows by small codes instead of
+    # hashing 1M string objects (about 40 MB less at the peak).
+    frame = pd.DataFrame({"group_id": group, "split": pd.Categorical(split)})
 
     with_split = frame[frame["split"].notna()]
     n_splits = with_split.groupby("group_id")["split"].nunique()
@@ -485,7 +487,7 @@ def dhash_audit(
         _turned_spreads(grouped_df, leaked_groups, parameters or {}, orientations)
     multi = sizes[sizes > 1].index
     n_within = int(len(multi) - len(leaked_ids.intersection(multi)))
-    _warn_large_groups(frame, images_by_split)
+    _warn_large_groups(frame, images_by_split, sizes)
 
     return LeakageReport(
         leaked_groups=leaked_groups,
@@ -639,7 +641,7 @@ def _spread_of(grouped_df: pd.DataFrame, mask: np.ndarray, group_ids: pd.Series)
         return missing
     from leakaudit.frames import hash_values_from_frame
 
-    subset = grouped_df[mask]
+    subset = grouped_df.loc[mask, ["hash", "group_id"]]  # not every column's copy
     try:
         values, valid = hash_values_from_frame(subset)
     except (TypeError, ValueError):
@@ -655,8 +657,12 @@ def _spread_of(grouped_df: pd.DataFrame, mask: np.ndarray, group_ids: pd.Series)
     return spread_by_group
 
 
-def _warn_large_groups(frame: pd.DataFrame, images_by_split: pd.Series) -> None:
-    with_split = frame[frame["split"].notna()]
+def _warn_large_groups(frame: pd.DataFrame, images_by_split: pd.Series, sizes: pd.Series) -> None:
+    # Only groups big enough to matter need a look: their rows alone are counted.
+    large = sizes.index[sizes >= _LARGE_GROUP_MIN]
+    if len(large) == 0:
+        return
+    with_split = frame[frame["group_id"].isin(large).to_numpy() & frame["split"].notna().to_numpy()]
     if with_split.empty:
         return
     counts = with_split.groupby(["group_id", "split"]).size()
