@@ -5,7 +5,7 @@ verification needs pairs *between* two sets: an image's 25 crop entries are
 only ever compared with other images' as-is and rotation entries, never with
 crops. Searching the union would find every crop-with-crop pair first (most of
 them between crops of the same image) only to throw them away; at 20k photos
-that search took about 5x as long as the one between the sets.
+that search took about twice the CPU time of the searches between the sets.
 
 The index is a pigeonhole one: the 64 bits are dealt into three bands with
 radii ``r_i`` such that ``sum(r_i + 1) > threshold``, so two hashes within the
