@@ -1251,15 +1251,15 @@ def cost_corpus(
     cores). The 20,000-image folder is reused as the first 20,000 of a larger one."""
     folder = SYNTHETIC_CORPORA / f"synthetic_500x375_{n}"
     smaller = SYNTHETIC_CORPORA / "synthetic_500x375_20000"
+    from bench_cache import _link, build_corpus
+
     if n > 20000 and smaller.is_dir() and not folder.is_dir():
         folder.mkdir(parents=True)
         for path in smaller.glob("synthetic_*.jpg"):  # the same seeds: the same images
-            os.link(path, folder / path.name)
+            _link(path, folder / path.name)  # a copy where hard links are not possible
     have = len(list(folder.glob("synthetic_*.jpg"))) if folder.is_dir() else 0
     if have < n:
         log(f"generating {n - have} photo-like JPEGs in {folder} (about 1 min per 1000 per core)")
-    from bench_cache import build_corpus
-
     paths = build_corpus("synthetic", n, (500, 375), SYNTHETIC_CORPORA)
     return paths, f"{folder.relative_to(HERE.parent)} (bench_cache.py's photo-like 500x375 JPEGs)"
 
