@@ -10,8 +10,9 @@ from pathlib import Path
 import imagegen
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageFile
 
+from leakaudit import loading
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import hash_image
 from leakaudit.loading import (
@@ -491,3 +492,87 @@ def test_decode_options_are_validated(
 ) -> None:
     with pytest.raises(error, match=message):
         DecodeOptions(**kwargs)  # type: ignore[arg-type]
+
+
+# ------------------------------------------ JPEGs whose header Pillow has already read
+
+
+def _same_header_jpegs(size: tuple[int, int], quality: int) -> list[bytes]:
+    """Good JPEGs of one encoder, size and quality (one header), and broken copies of them."""
+    photos = [imagegen.photo_like(seed, size) for seed in range(4)]
+    good = [imagegen.encode(photo, "JPEG", quality=quality) for photo in photos]
+    rng = np.random.default_rng(sum(size) + quality)
+    files: list[bytes] = []
+    for data in good:
+        files.append(data)
+        end = len(data)
+        flipped = bytearray(data)
+        for position in rng.integers(end // 2, end - 2, 3).tolist():
+            flipped[position] ^= 0xFF
+        files += [
+            data[: int(end * 0.7)],  # cut short
+            data[: int(end * 0.7)] + b"\xff\xd9",  # cut short, then an end-of-image marker
+            bytes(flipped),  # corrupt entropy-coded data
+            data + b"trailing junk",
+            data,
+        ]
+    return files
+
+
+def _general_path(data: bytes, options: DecodeOptions) -> tuple[object, ...] | str:
+    loading._known_jpeg = None  # forget the header: Pillow opens this file itself
+    return _outcome(data, options)
+
+
+def _outcome(data: bytes, options: DecodeOptions) -> tuple[object, ...] | str:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (result,), notes = loading.greys_and_notes([data], ["x.jpg"], options)
+    if isinstance(result, str):
+        return result
+    pixels, box = result
+    return pixels.shape, pixels.tobytes(), box, notes, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize(
+    ("size", "quality", "options"),
+    [
+        ((64, 64), 90, DecodeOptions()),
+        ((500, 375), 94, DecodeOptions()),
+        ((333, 211), 70, DecodeOptions()),
+        ((333, 211), 70, DecodeOptions(min_side=None)),
+        ((640, 480), 85, DecodeOptions(min_side=16, trim_borders=False)),
+    ],
+)
+def test_known_jpeg_header_decodes_as_pillow_does(
+    size: tuple[int, int], quality: int, options: DecodeOptions
+) -> None:
+    files = _same_header_jpegs(size, quality)
+    expected = [_general_path(data, options) for data in files]
+    loading._known_jpeg = None
+    got = [_outcome(data, options) for data in files]  # from the second file on: known
+    assert loading._known_jpeg is not None and files[1].startswith(loading._known_jpeg.header)
+    assert got == expected
+    assert any(isinstance(outcome, str) for outcome in expected)  # failures were tried too
+
+
+def test_known_jpeg_header_is_only_a_plain_one(photo: Image.Image) -> None:
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    oriented = imagegen.encode(photo, "JPEG", exif=exif.tobytes())
+    loading._known_jpeg = None
+    first = _outcome(oriented, DecodeOptions())
+    assert loading._known_jpeg is None  # EXIF: every file of it goes through Pillow
+    assert _outcome(oriented, DecodeOptions()) == first
+    plain = imagegen.encode(photo, "JPEG")
+    _outcome(plain, DecodeOptions())
+    assert loading._known_jpeg is not None
+
+
+def test_known_jpeg_header_respects_pillow_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _same_header_jpegs((64, 64), 80)
+    options = DecodeOptions()
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    expected = [_general_path(data, options) for data in files]
+    loading._known_jpeg = None
+    assert [_outcome(data, options) for data in files] == expected
