@@ -49,6 +49,11 @@ inside the bars and the box the part of it the hashes cover (:func:`trim_box`).
 
 Only the first frame of an animated GIF/WebP/TIFF is used.
 
+JPEGs and PNGs that start with the same header bytes as the last plain one Pillow
+opened (the files of one dataset usually do) are decoded by the same Pillow decoder
+call without ``Image.open`` parsing the header again; anything unusual about a file
+sends it through Pillow as usual, so pixels, failures and warnings are the same.
+
 Warnings Pillow emits while decoding (a corrupt EXIF block, a malformed APNG, ...)
 do not name the file; they are caught and given again as one
 :class:`ImageDecodeWarning` per image, its message starting with the file's name.
@@ -594,6 +599,9 @@ class _Small(NamedTuple):
     box: Box | None
     transpose: Image.Transpose | None
     trim: bool
+    #: A header Pillow opened for this file, to decode the next files sharing it
+    #: directly (:func:`_remember_header`); None when it is not a plain one.
+    header: _KnownJpeg | _KnownPng | None = None
 
 
 #: Decoded images up to this many pixels have their pixels taken out together with the
@@ -649,6 +657,8 @@ def greys_and_notes(
                 continue
             if len(caught) > start:
                 spans[position] = (start, len(caught))
+            elif small.header is not None:
+                _remember_header(small.header)
             results.append("")  # filled in below
             if small.width * small.height <= _SHARED_COPY_PIXELS:
                 pending.setdefault((small.width, small.height), []).append((position, small))
@@ -685,11 +695,15 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
     """Decode encoded bytes (inside the caller's warnings context); raises ImageLoadError."""
     if not data:
         raise ImageLoadError(name, "empty file (0 bytes)")
-    known = _known_jpeg
-    if known is not None and data.startswith(known.header):
-        small = _small_from_known_jpeg(data, name, options, known)
-        if small is not None:
-            return small
+    jpeg, png = _known_jpeg, _known_png
+    small: _Small | None = None
+    if jpeg is not None and data.startswith(jpeg.header):
+        small = _small_from_known_jpeg(data, name, options, jpeg)
+    elif png is not None and data.startswith(png.header):
+        small = _small_from_known_png(data, name, options, png)
+    if small is not None:
+        return small
+    png_offset = 0
     try:
         im = Image.open(io.BytesIO(data))
         _check_declared_size(im.size, name, options)
@@ -709,6 +723,9 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
                 # (0, 0, W / scale, H / scale).
                 drafted_box = drafted[1]
                 scale = 1
+        elif im.format == "PNG" and len(im.tile) == 1 and im.tile[0][3] == im.mode:
+            # 8 bits per sample (rawmode = mode): where the first IDAT chunk's data starts
+            png_offset = im.tile[0][2]
         im.load()
         orientation = _loaded_orientation(im) if options.exif_transpose else 1
         core = _plain_grey_core(im) if scale == 1 else None
@@ -729,20 +746,26 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
         box = drafted_box
         if box == (0.0, 0.0, float(width), float(height)):
             box = None
+        header: _KnownJpeg | _KnownPng | None = None
         if drafted_box is not None:
-            _remember_plain_jpeg(im, data, size)
-        return _Small(core, width, height, box, _TRANSPOSE_FOR_ORIENTATION.get(orientation), trim)
+            header = _plain_jpeg_header(im, data, size)
+        elif png_offset:
+            header = _plain_png_header(im, data, png_offset)
+        transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
+        return _Small(core, width, height, box, transpose, trim, header)
     assert grey is not None
     return _reduce(grey, scale, orientation, drafted_box, trim)
 
 
 # A JPEG's header up to the end of its first scan header decides everything Pillow's
 # ``Image.open`` does with it (JpegImagePlugin parses markers up to that scan, then
-# stops; the MPO and EXIF checks read what it parsed), and the JPEGs of one dataset
-# often share it byte for byte (one encoder, size and quality). So once Pillow has
-# opened a header, drafted it to "L" and decoded it without trouble, a file starting
-# with the same bytes is decoded by the same libjpeg call directly, without parsing
-# the header again in Python: about a third of the time of a small JPEG.
+# stops; the MPO and EXIF checks read what it parsed), and a PNG's bytes before its
+# first IDAT chunk do the same for PngImagePlugin. The files of one dataset often
+# share those bytes exactly (one encoder, size and quality). So once Pillow has
+# opened a header, decoded the file without a warning and found nothing in it that
+# changes pixels or orientation, a file starting with the same bytes is decoded by
+# the same decoder call directly, without Pillow parsing the header again in Python:
+# about a third of the time of a small file. The last header of each format is kept.
 
 
 class _KnownJpeg(NamedTuple):
@@ -754,7 +777,17 @@ class _KnownJpeg(NamedTuple):
     max_image_pixels: int | None
 
 
+class _KnownPng(NamedTuple):
+    """The bytes before a plain PNG's first IDAT chunk, the size and mode they declare."""
+
+    header: bytes
+    size: tuple[int, int]
+    mode: str  # "L" or "RGB", 8 bits, not interlaced, no transparency
+    max_image_pixels: int | None
+
+
 _known_jpeg: _KnownJpeg | None = None
+_known_png: _KnownPng | None = None
 #: Pillow's ``info`` keys of a JPEG whose header holds nothing that changes its pixels
 #: or its orientation (no EXIF, XMP, ICC profile or MPO index).
 _PLAIN_JPEG_INFO = frozenset(
@@ -771,11 +804,21 @@ _PLAIN_JPEG_INFO = frozenset(
         "adobe_transform",
     }
 )
+#: The same for a PNG (no transparency, text, EXIF, interlacing or animation).
+_PLAIN_PNG_INFO = frozenset({"gamma", "srgb", "dpi", "aspect", "chromaticity", "icc_profile"})
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _remember_plain_jpeg(im: Image.Image, data: bytes, size: tuple[int, int]) -> None:
-    """Remember the header of a JPEG Pillow just decoded at "L", when it is a plain one."""
-    global _known_jpeg
+def _remember_header(header: _KnownJpeg | _KnownPng) -> None:
+    global _known_jpeg, _known_png
+    if isinstance(header, _KnownJpeg):
+        _known_jpeg = header
+    else:
+        _known_png = header
+
+
+def _plain_jpeg_header(im: Image.Image, data: bytes, size: tuple[int, int]) -> _KnownJpeg | None:
+    """The header of a JPEG Pillow just decoded at "L", when it is a plain one."""
     walked = _last_jpeg_header  # what _jpeg_scans_short walked for this file
     if (
         walked is None
@@ -785,9 +828,32 @@ def _remember_plain_jpeg(im: Image.Image, data: bytes, size: tuple[int, int]) ->
         or getattr(im, "_exif", None) is not None
         or ImageFile.LOAD_TRUNCATED_IMAGES
     ):
-        return
-    if _known_jpeg is None or _known_jpeg.header != walked[0]:
-        _known_jpeg = _KnownJpeg(walked[0], size, Image.MAX_IMAGE_PIXELS)
+        return None
+    known = _known_jpeg
+    if known is not None and known.header == walked[0]:
+        return None  # already known
+    return _KnownJpeg(walked[0], size, Image.MAX_IMAGE_PIXELS)
+
+
+def _plain_png_header(im: Image.Image, data: bytes, offset: int) -> _KnownPng | None:
+    """The header of a PNG Pillow just decoded whole, when it is a plain one."""
+    start = offset - 8  # the IDAT chunk's length and type
+    if (
+        im.format != "PNG"
+        or im.mode not in ("L", "RGB")
+        or getattr(im, "is_animated", True)
+        or not _PLAIN_PNG_INFO.issuperset(im.info)
+        or getattr(im, "_exif", None) is not None
+        or ImageFile.LOAD_TRUNCATED_IMAGES
+        or start < len(_PNG_SIGNATURE)
+        or data[start + 4 : offset] != b"IDAT"
+        or not data.startswith(_PNG_SIGNATURE)
+    ):
+        return None
+    known = _known_png
+    if known is not None and len(known.header) == start and data.startswith(known.header):
+        return None  # already known
+    return _KnownPng(data[:start], im.size, im.mode, Image.MAX_IMAGE_PIXELS)
 
 
 def _small_from_known_jpeg(
@@ -828,26 +894,93 @@ def _small_from_known_jpeg(
 
 def _decode_jpeg_l(data: bytes, size: tuple[int, int], scale: int) -> Any:
     """``ImageFile.load`` of a JPEG drafted to "L" at ``scale``: the core; None on any trouble."""
+    block = ImageFile.MAXBLOCK
+    pieces = [data[first : first + block] for first in range(0, len(data), block)]
+    return _decode_pieces("L", "jpeg", ("L", ""), (scale, 0), size, pieces)
+
+
+def _small_from_known_png(
+    data: bytes, name: str, options: DecodeOptions, known: _KnownPng
+) -> _Small | None:
+    """What :func:`_small_from_bytes` gives a PNG starting with a known header; None: ask it.
+
+    Only for images hashed at full size whose IDAT chunks are followed by IEND
+    alone (Pillow reads text, EXIF and other chunks after the image data into
+    ``info``, which may set an orientation): the size check, then ``load()``
+    as PngImagePlugin makes it (the IDAT data fed to the zip decoder chunk by
+    chunk, in ``ImageFile.MAXBLOCK`` pieces) and the conversion to "L".
+    """
+    if ImageFile.LOAD_TRUNCATED_IMAGES or known.max_image_pixels != Image.MAX_IMAGE_PIXELS:
+        return None
+    start = len(known.header)
+    if data[start + 4 : start + 8] != b"IDAT":
+        return None
+    size = known.size
+    _check_declared_size(size, name, options)
+    if reduction_scale(size[0], size[1], options.min_side) > 1:
+        return None
+    pieces = _png_idat_pieces(data, start)
+    if pieces is None:
+        return None
+    core = _decode_pieces(known.mode, "zip", known.mode, (), size, pieces)
+    if core is None:
+        return None
+    if known.mode == "RGB":
+        core = core.convert("L", Image.Dither.FLOYDSTEINBERG)  # _plain_grey_core's conversion
+    trim = options.trim_borders and trim_allowed(size)
+    return _Small(core, size[0], size[1], None, None, trim)
+
+
+def _png_idat_pieces(data: bytes, start: int) -> list[bytes] | None:
+    """The pieces ``PngImageFile.load_read`` returns for the IDAT chunks from ``start``.
+
+    None unless every chunk from there is a whole IDAT (CRC included) and the
+    first other chunk is IEND.
+    """
+    block = ImageFile.MAXBLOCK
+    pieces: list[bytes] = []
+    position = start
+    while True:
+        if position + 8 > len(data):
+            return None
+        length = int.from_bytes(data[position : position + 4], "big")
+        kind = data[position + 4 : position + 8]
+        if kind == b"IEND":
+            return pieces
+        stop = position + 8 + length
+        if kind != b"IDAT" or stop + 4 > len(data):
+            return None
+        for first in range(position + 8, stop, block):
+            pieces.append(data[first : min(stop, first + block)])
+        position = stop + 4  # past the CRC, which load_read does not check either
+
+
+def _decode_pieces(
+    mode: str,
+    decoder_name: str,
+    args: Any,
+    extra: tuple[Any, ...],
+    size: tuple[int, int],
+    pieces: Sequence[bytes],
+) -> Any:
+    """``ImageFile.load``'s decoding loop over ``pieces``: the core; None on any trouble."""
     try:
-        core = _pillow_core.new("L", size)
-        decoder = Image._getdecoder("L", "jpeg", ("L", ""), (scale, 0))
+        core = _pillow_core.new(mode, size)
+        decoder = Image._getdecoder(mode, decoder_name, args, extra)
     except Exception:
         return None
     try:
         decoder.setimage(core, (0, 0, *size))
-        block = ImageFile.MAXBLOCK
         pending = b""
-        position = 0
-        while True:
-            piece = data[position : position + block]
-            position += len(piece)
-            if not piece:  # the data ended first: the general path says how
-                return None
+        error = -3
+        for piece in pieces:
             pending += piece
             consumed, error = decoder.decode(pending)
             if consumed < 0:
                 break
             pending = pending[consumed:]
+        else:
+            return None  # the data ended first: the general path says how
     except Exception:
         return None
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
+import zlib
 from pathlib import Path
 
 import imagegen
@@ -576,3 +577,76 @@ def test_known_jpeg_header_respects_pillow_settings(monkeypatch: pytest.MonkeyPa
     expected = [_general_path(data, options) for data in files]
     loading._known_jpeg = None
     assert [_outcome(data, options) for data in files] == expected
+
+
+def _png(chunks: list[tuple[bytes, bytes]]) -> bytes:
+    out = b"\x89PNG\r\n\x1a\n"
+    for kind, payload in chunks:
+        body = kind + payload
+        out += len(payload).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+    return out
+
+
+def _same_header_pngs(mode: str, size: tuple[int, int]) -> list[bytes]:
+    """Good PNGs of one header (Pillow's encoder, one size and mode), and altered copies."""
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    files: list[bytes] = []
+    for seed in range(3):
+        data = imagegen.encode(imagegen.photo_like(seed, size).convert(mode), "PNG")
+        header = data[8:33]  # the IHDR chunk
+        ihdr = header[8:21]
+        idat = data[41:-16]  # Pillow writes one IDAT chunk, then IEND
+        assert header[4:8] == b"IHDR" and data[37:41] == b"IDAT"
+        flipped = bytearray(data)
+        flipped[len(data) // 2] ^= 0x5A
+        files += [
+            data,
+            data[: len(data) * 2 // 3],  # cut short
+            _png([(b"IHDR", ihdr), (b"IDAT", idat[:9]), (b"IDAT", b""), (b"IDAT", idat[9:])])
+            + _png([(b"IEND", b"")])[8:],  # the data in three chunks
+            _png([(b"IHDR", ihdr), (b"IDAT", idat), (b"eXIf", exif.tobytes()), (b"IEND", b"")]),
+            _png([(b"IHDR", ihdr), (b"IDAT", idat), (b"tEXt", b"Title\x00hi"), (b"IEND", b"")]),
+            _png([(b"IHDR", ihdr), (b"IDAT", idat)]),  # no IEND
+            _png([(b"IHDR", ihdr), (b"IDAT", idat[:-4]), (b"IEND", b"")]),  # data ends early
+            bytes(flipped),
+            data + b"after the end",
+            data,
+        ]
+    return files
+
+
+@pytest.mark.parametrize(
+    ("mode", "size", "options"),
+    [
+        ("RGB", (32, 32), DecodeOptions()),
+        ("L", (32, 32), DecodeOptions()),
+        ("RGB", (60, 41), DecodeOptions(trim_borders=False, exif_transpose=False)),
+        ("RGB", (300, 200), DecodeOptions()),  # reduced: always the general path
+        ("RGB", (300, 200), DecodeOptions(min_side=None)),
+    ],
+)
+def test_known_png_header_decodes_as_pillow_does(
+    mode: str, size: tuple[int, int], options: DecodeOptions
+) -> None:
+    files = _same_header_pngs(mode, size)
+    loading._known_png = None
+    expected = []
+    for data in files:
+        loading._known_png = None
+        expected.append(_outcome(data, options))
+    loading._known_png = None
+    got = [_outcome(data, options) for data in files]
+    if reduction_scale(*size, options.min_side) == 1:
+        assert loading._known_png is not None and files[1].startswith(loading._known_png.header)
+    assert got == expected
+    assert any(isinstance(outcome, str) for outcome in expected)
+
+
+def test_known_png_header_is_only_a_plain_one() -> None:
+    low_bits = imagegen.encode(imagegen.photo_like(1, (32, 32)).convert("L"), "PNG", bits=2)
+    palette = imagegen.encode(imagegen.photo_like(1, (32, 32)).convert("P"), "PNG")
+    for data in (low_bits, palette):
+        loading._known_png = None
+        _outcome(data, DecodeOptions())
+        assert loading._known_png is None
