@@ -215,6 +215,39 @@ def test_stacked_thumbnails_equal_per_image(shape: tuple[int, int]) -> None:
         assert np.array_equal(thumbs[0], pillow)
 
 
+@pytest.mark.parametrize(
+    ("shape", "count", "box"),
+    [
+        ((64, 64), 40, None),  # products in several row and column slices
+        ((30, 140), 24, (0.5, 0.0, 139.5, 30.0)),
+        ((140, 30), 24, None),  # the vertical pass first
+        ((32, 32), 70, None),  # the thumbnail is the image itself
+        ((33, 33), 9, None),
+    ],
+)
+def test_large_stacks_equal_per_image(
+    shape: tuple[int, int], count: int, box: tuple[float, float, float, float] | None
+) -> None:
+    stack = np.stack(_views(count, shape, count))
+    thumbs, strips = hashing._stack_thumbnails(stack, box)
+    for k, pixels in enumerate(stack):
+        thumb, strip = hashing._thumbnails(pixels, box)
+        assert np.array_equal(thumbs[k], thumb) and np.array_equal(strips[k], strip)
+
+
+def test_bands_cover_each_output_once() -> None:
+    for in_size, out_size, span in [(64, 32, None), (64, 9, None), (125, 32, (0.0, 125.0))]:
+        bands = hashing._bands(in_size, out_size, span)
+        assert bands is not None
+        weights = hashing._lanczos_weights(in_size, out_size, span)
+        rebuilt = np.zeros_like(weights)
+        for first, stop, low, high, block, transposed in bands:
+            assert np.array_equal(block.T, transposed)
+            rebuilt[first:stop, low:high] = block
+        assert np.array_equal(rebuilt, weights)
+    assert hashing._bands(32, 32, None) is None  # the identity: Pillow copies the pixels
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
