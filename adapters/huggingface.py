@@ -163,7 +163,7 @@ def _hash_batch(
     options: DecodeOptions,
     dihedral: bool = False,
     cache_dir: str | None = None,
-) -> dict[str, Any]:
+) -> Any:
     """``Dataset.map`` function: hash a batch of undecoded image cells.
 
     Module level (not a closure) so ``datasets`` can fingerprint it stably and
@@ -172,56 +172,65 @@ def _hash_batch(
     fingerprint: a plain run's cached hashes are never read for a dihedral run.
     Cells that are file paths (no bytes) go through leakaudit's hash cache in
     ``cache_dir`` (None: off), as files do everywhere else; bytes never do.
+
+    Returns the batch's columns as a ``pyarrow.Table``, which ``datasets``
+    writes as it is (a dict of lists would be converted column by column,
+    row by row for the strings and the orientation lists).
     """
+    import pyarrow as pa
+
     n = len(images)
     phash = np.zeros(n, dtype=np.uint64)
     dhash = np.zeros(n, dtype=np.uint64)
     digest = np.zeros(n, dtype=np.uint64)
     low = np.zeros(n, dtype=np.bool_)
     errors: list[str | None] = [None] * n
-    paths: list[str | None] = [None] * n
-    turned_phash: list[Any] = [np.zeros(0, dtype=np.uint64)] * n
-    turned_dhash: list[Any] = [np.zeros(0, dtype=np.uint64)] * n
+    # Orientation entries as (batch rows, phash, dhash) parts, each in row order.
+    turned: list[tuple[Any, Any, Any]] = []
     cells = [cell if isinstance(cell, Mapping) else {} for cell in images]
-    files = [
-        i
-        for i, cell in enumerate(cells)
-        if cell.get("bytes") is None and isinstance(cell.get("path"), str)
-    ]
-    if cache_dir is not None and files:
-        cached = hash_sources_cached(
-            [cells[i]["path"] for i in files],
-            cache=cache_dir,
-            decode=options,
-            workers=1,
-            progress=False,
-            on_error="ignore",
-            dihedral=dihedral,
-        )
-        cached_rows = np.asarray(files, dtype=np.int64)
-        phash[cached_rows], dhash[cached_rows] = cached.phash, cached.dhash
-        digest[cached_rows] = cached.digest
-        low[cached_rows] = cached.low_information
-        for position, reason in cached.errors.items():
-            errors[files[position]] = reason
-        if cached.orientations is not None:
-            for position, row in enumerate(files):
-                turned_phash[row], turned_dhash[row] = cached.orientations.of_row(position)
-    served = set(files) if cache_dir is not None else set()
-    rows: list[int] = []
-    sources: list[str | bytes] = []
-    for i, cell in enumerate(cells):
-        data = cell.get("bytes")
-        path = cell.get("path")
-        paths[i] = path
-        if i in served:
-            continue
-        source = data if data is not None else path
-        if source is None:
-            errors[i] = "no image (the cell has neither bytes nor a path)"
-            continue
-        rows.append(i)
-        sources.append(source)
+    datas = [cell.get("bytes") for cell in cells]
+    paths: list[Any] = [cell.get("path") for cell in cells]
+    rows: list[int] | range
+    sources: list[Any]
+    if None not in datas:
+        # Every cell holds its bytes (the usual Hub / in-memory case): all are hashed.
+        rows, sources = range(n), datas
+    else:
+        files = [
+            i
+            for i, (data, path) in enumerate(zip(datas, paths, strict=True))
+            if data is None and isinstance(path, str)
+        ]
+        if cache_dir is not None and files:
+            cached = hash_sources_cached(
+                [paths[i] for i in files],
+                cache=cache_dir,
+                decode=options,
+                workers=1,
+                progress=False,
+                on_error="ignore",
+                dihedral=dihedral,
+            )
+            cached_rows = np.asarray(files, dtype=np.int64)
+            phash[cached_rows], dhash[cached_rows] = cached.phash, cached.dhash
+            digest[cached_rows] = cached.digest
+            low[cached_rows] = cached.low_information
+            for position, reason in cached.errors.items():
+                errors[files[position]] = reason
+            if cached.orientations is not None:
+                entries = cached.orientations
+                turned.append((cached_rows[entries.owner], entries.phash, entries.dhash))
+        served = set(files) if cache_dir is not None else set()
+        rows, sources = [], []
+        for i, (data, path) in enumerate(zip(datas, paths, strict=True)):
+            if i in served:
+                continue
+            source = data if data is not None else path
+            if source is None:
+                errors[i] = "no image (the cell has neither bytes nor a path)"
+                continue
+            rows.append(i)
+            sources.append(source)
     if rows:
         # The whole map batch as one batch: what hash_image would give row by row.
         names = [s if isinstance(s, str) else "<in-memory bytes>" for s in sources]
@@ -234,22 +243,33 @@ def _hash_batch(
         for position in sorted(notes):
             warnings.warn(notes[position], ImageDecodeWarning, stacklevel=2)
         if table.orientations is not None:
-            for position in np.unique(table.orientations.owner).tolist():
-                turned_phash[rows[position]], turned_dhash[rows[position]] = (
-                    table.orientations.of_row(position)
-                )
-    out: dict[str, Any] = {
-        "phash": phash,
-        "dhash": dhash,
-        "digest": digest,
-        "low_information": low,
-        "error": errors,
-        "source_path": paths,
+            entries = table.orientations
+            turned.append((at[entries.owner], entries.phash, entries.dhash))
+    columns: dict[str, Any] = {
+        "phash": pa.array(phash, type=pa.uint64()),
+        "dhash": pa.array(dhash, type=pa.uint64()),
+        "digest": pa.array(digest, type=pa.uint64()),
+        "low_information": pa.array(low, type=pa.bool_()),
+        "error": pa.array(errors, type=pa.string()),
+        "source_path": pa.array(paths, type=pa.string()),
     }
     if dihedral:
-        out["orientation_phash"] = turned_phash
-        out["orientation_dhash"] = turned_dhash
-    return out
+        owner = np.concatenate([part[0] for part in turned]) if turned else np.zeros(0, np.int64)
+        # Parts cover disjoint rows and keep each row's entries in order: a stable sort
+        # by row puts every row's entries together, canonical first.
+        order = np.argsort(owner, kind="stable")
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(np.bincount(owner, minlength=n), out=offsets[1:])
+        for name, k in zip(_ORIENTATION_COLUMNS, (1, 2), strict=True):
+            values = (
+                np.concatenate([part[k] for part in turned])[order]
+                if turned
+                else np.zeros(0, dtype=np.uint64)
+            )
+            columns[name] = pa.ListArray.from_arrays(
+                pa.array(offsets), pa.array(values, type=pa.uint64())
+            )
+    return pa.table(columns)
 
 
 @contextlib.contextmanager

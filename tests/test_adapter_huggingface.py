@@ -347,9 +347,15 @@ def test_path_cells_use_the_hash_cache(tmp_path: Path) -> None:
     assert sum(len(p) for p in parts.splits.values()) == 2
 
 
+@pytest.mark.parametrize("cached", [False, True])
 @pytest.mark.parametrize("audit", [False, True])
-def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool) -> None:
-    """A map batch is hashed as one batch; every row equals hash_image of its cell."""
+def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool, cached: bool) -> None:
+    """A map batch is hashed as one batch; every row equals hash_image of its cell.
+
+    With the hash cache on, the path cells of a batch are served by it and the
+    bytes cells hashed: the batch's columns (orientation lists included) are
+    put back together row by row.
+    """
     from leakaudit.hashing import hash_image
     from leakaudit.loading import DecodeOptions
 
@@ -362,12 +368,27 @@ def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool) -> None
     cells[9] = cell(encode(photo_like_image(9, SIZE))[:400])  # truncated
     cells[14] = cell(encode(PILImage.new("RGB", (64, 48), (20, 40, 60)), "PNG"))  # blank
     cells.append({"bytes": None, "path": str(stored)})  # a file, read from its path
+    cells.insert(5, {"bytes": None, "path": str(stored)})  # mid-batch, among bytes cells
+    cells.insert(6, None)  # no image
+    cells[0] = {"bytes": cells[0]["bytes"], "path": "kept/name.jpg"}
     dataset = Dataset.from_dict({"image": cells}, features=Features({"image": Image()}))
     hashed = hash_dataset(
-        dataset, batch_size=7, progress=False, decode=decode, dihedral=audit, cache=False
+        dataset,
+        batch_size=7,
+        progress=False,
+        decode=decode,
+        dihedral=audit,
+        cache=tmp_path / "cache" if cached else False,
     )
+    assert hashed["source_path"] == [source and source["path"] for source in cells]
+    assert hashed["source_path"][:2] == ["kept/name.jpg", "image.jpg"]
+    assert hashed[6]["error"] == "no image (the cell has neither bytes nor a path)"
+    kinds = {name: str(feature) for name, feature in hashed.features.items()}
+    assert kinds["phash"] == kinds["digest"] == str(Value("uint64"))
     for row, source in enumerate(cells):
         got = hashed[row]
+        if source is None:
+            continue
         try:
             want = hash_image(
                 source["bytes"] if source["bytes"] is not None else source["path"],
