@@ -99,11 +99,28 @@ def accepted_pairs(
     views = data["views"]
     found = []
     byte_copies = []
+    similarity = []
+    strength = []
+    distinct = []
+    passed = []
     for a, b in data["pairs"].tolist():
         view_a, view_b = views[a], views[b]
         if view_a is None or view_b is None:
             continue
         verdict = verify.compare_views(view_a, view_b, options)
+        if options.distinct_pixels and verify.distinct_applies(view_a, view_b, verdict):
+            key = ("distinct", a, b, verdict.turn)
+            if key not in matches:
+                matches[key] = verify.distinct_pixel_count(view_a, view_b, verdict.turn, 1)
+            if matches[key] >= options.distinct_pixels:
+                distinct.append((a, b))
+                if verdict.accepted:  # still a neighbour for the support rule
+                    found.append((a, b))
+                    byte_copies.append(False)
+                    similarity.append(verdict.similarity)
+                    strength.append(0.0)
+                    passed.append(True)
+                continue
         accepted = verdict.accepted
         if verdict.stage == "open" and options.geometry is not False:
             key = (a, b, verdict.turn)
@@ -118,8 +135,25 @@ def accepted_pairs(
         if accepted:
             found.append((a, b))
             byte_copies.append(verdict.stage == "bytes")
+            # As verify_candidates records them: a geometric verdict keeps the pixel score.
+            similarity.append(verdict.similarity)
+            strength.append(verdict.strength if verdict.stage != "open" else 0.5)
+            passed.append(False)
     pairs = np.array(found, dtype=np.int64).reshape(-1, 2)
     keep = verify.supported_pairs(pairs, np.array(byte_copies, dtype=bool), options.min_support)
+    keep &= ~np.array(passed, dtype=bool)  # told apart: never links
+    if distinct and keep.any():
+        edges = pd.DataFrame(
+            {
+                "row_a": pairs[keep, 0],
+                "row_b": pairs[keep, 1],
+                "stage": np.where(np.array(byte_copies)[keep], "bytes", "pixels"),
+                "similarity": np.array(similarity, dtype=float)[keep],
+                "strength": np.array(strength, dtype=float)[keep],
+            }
+        )
+        together = verify.kept_together(edges, np.array(distinct, dtype=np.int64))
+        keep[np.flatnonzero(keep)[~together]] = False
     return pairs[keep]
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "group_labels_within",
     "group_spread",
     "link_labels",
+    "linking_pairs_kept_apart",
     "merge_group_labels",
 ]
 
@@ -180,6 +181,87 @@ def connected_component_labels(
         edges = edges.astype(np.int64, copy=False)
         forest.add(edges[:, 0].copy(), edges[:, 1].copy())
     return forest.labels()
+
+
+def linking_pairs_kept_apart(
+    pairs: NDArray[np.int64], apart: NDArray[np.int64]
+) -> NDArray[np.bool_]:
+    """Which pairs link, taken in order, when the rows of each ``apart`` pair stay in two groups.
+
+    A union-find that takes ``pairs`` one by one (put the strongest first): a pair links
+    when its two rows are already in one group, or when joining their groups puts no
+    ``apart`` pair into one group; otherwise it is skipped. Verification uses it to keep
+    two images that were seen to differ (an icon and the same icon with another badge)
+    in separate groups, however many ambiguous copies verify against both.
+
+    Parameters
+    ----------
+    pairs : numpy.ndarray of int64, shape (k, 2)
+        Row pairs in the order they are to be linked.
+    apart : numpy.ndarray of int64, shape (m, 2)
+        Row pairs that must end in different groups (a row paired with itself is ignored).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (k,)
+        True for the pairs that link. The groups are the connected components of the
+        pairs marked True.
+
+    Examples
+    --------
+    A chain 0 - 1 - 2 with 0 and 2 kept apart: the first pair links, the second would
+    join 0 and 2, so it does not.
+
+    >>> import numpy as np
+    >>> linking_pairs_kept_apart(np.array([[0, 1], [1, 2], [2, 3]]), np.array([[0, 2]])).tolist()
+    [True, False, True]
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    apart = np.asarray(apart, dtype=np.int64).reshape(-1, 2)
+    apart = apart[apart[:, 0] != apart[:, 1]]
+    if not len(apart) or not len(pairs):
+        return np.ones(len(pairs), dtype=bool)
+    # Only rows that appear somewhere matter: number them 0..m-1.
+    nodes, inverse = np.unique(np.concatenate([pairs.ravel(), apart.ravel()]), return_inverse=True)
+    local_pairs = inverse[: pairs.size].reshape(-1, 2).tolist()
+    partners: dict[int, set[int]] = {}
+    for a, b in inverse[pairs.size :].reshape(-1, 2).tolist():
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    parent = list(range(len(nodes)))
+    size = [1] * len(nodes)
+    # Per root, the rows of its group that have partners to keep away from.
+    marked: dict[int, list[int]] = {row: [row] for row in partners}
+
+    def find(x: int) -> int:
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    kept = np.zeros(len(pairs), dtype=bool)
+    for index, (a, b) in enumerate(local_pairs):
+        root_a, root_b = find(a), find(b)
+        if root_a != root_b:
+            first, second = marked.get(root_a, []), marked.get(root_b, [])
+            # Look from the group with fewer marked rows into the other one.
+            if len(first) > len(second):
+                first, other = second, root_a
+            else:
+                other = root_b
+            if any(find(y) == other for x in first for y in partners[x]):
+                continue
+            if size[root_a] > size[root_b]:
+                root_a, root_b = root_b, root_a
+            parent[root_a] = root_b
+            size[root_b] += size[root_a]
+            moved = marked.pop(root_a, None)
+            if moved:
+                marked.setdefault(root_b, []).extend(moved)
+        kept[index] = True
+    return kept
 
 
 def _check_mask(name: str, mask: object, n: int) -> NDArray[np.bool_]:

@@ -67,6 +67,8 @@ __all__ = [
     "CANDIDATE_THRESHOLD",
     "CROP_CANDIDATE_DHASH_THRESHOLD",
     "CROP_CANDIDATE_THRESHOLD",
+    "DISTINCT_MIN_SIDE",
+    "DISTINCT_PIXELS",
     "GRAPHIC_SIDE",
     "MIN_SUPPORT",
     "PairVerdict",
@@ -77,7 +79,10 @@ __all__ = [
     "View",
     "candidate_pairs",
     "compare_views",
+    "distinct_applies",
+    "distinct_pixel_count",
     "iter_edge_chunks",
+    "kept_together",
     "load_view",
     "supported_pairs",
     "table_candidates",
@@ -95,6 +100,11 @@ CROP_CANDIDATE_DHASH_THRESHOLD = 10
 #: A verified pair links only when its two images share at least this share of the
 #: smaller of their verified neighbourhoods (:func:`supported_pairs`).
 MIN_SUPPORT = 0.6
+#: Pixels that must differ strongly at native resolution to keep two images apart
+#: (:attr:`VerifyOptions.distinct_pixels`), and the smallest shorter side at which the
+#: check is trusted: at 16 px a badge is a few blurred pixels.
+DISTINCT_PIXELS = 4
+DISTINCT_MIN_SIDE = 24
 
 _VIEW_SIDE = 48  # the colour thumbnail kept per image
 #: Images under this many pixels on the shorter side (or with transparency) are
@@ -183,6 +193,15 @@ class VerifyOptions:
         (:func:`supported_pairs`): copies of one picture verify against one
         another, two look-alikes each with their own copies. 0 links every
         verified pair.
+    distinct_pixels : int, default 4
+        Two losslessly stored images, one of them a graphic, both at least
+        :data:`DISTINCT_MIN_SIDE` pixels on their shorter side and aligned on
+        the comparison grid, are told apart when at least this many pixels
+        still differ strongly at the smaller one's native resolution
+        (:func:`distinct_pixel_count`: a badge, a glyph, a changed eye). Such
+        a pair is rejected and its two images are kept in different groups
+        however many copies verify against both (:func:`linking_pairs_kept_apart`).
+        0 turns the check off.
 
     All defaults were chosen on ``benchmarks/bench_closure.py``'s generated
     photos, sprites and icons (``benchmarks/RESULTS.md``, "The verified
@@ -205,12 +224,14 @@ class VerifyOptions:
     figure_chroma_difference: float = 12.0
     figure_changed: float = 0.075
     min_support: float = MIN_SUPPORT
+    distinct_pixels: int = DISTINCT_PIXELS
 
     def __post_init__(self) -> None:
         check_int("candidate_threshold", self.candidate_threshold, 0, 64)
         check_int("crop_candidate_threshold", self.crop_candidate_threshold, 0, 64)
         check_int("crop_candidate_dhash_threshold", self.crop_candidate_dhash_threshold, 0, 64)
         check_int("link_threshold", self.link_threshold, 0, 64)
+        check_int("distinct_pixels", self.distinct_pixels, 0)
         for name in ("min_correlation", "geometry_correlation", "min_silhouette"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not -1.0 <= float(value) <= 1.0:
@@ -252,6 +273,7 @@ class VerifyOptions:
             "figure_chroma_difference": self.figure_chroma_difference,
             "figure_changed": self.figure_changed,
             "min_support": self.min_support,
+            "distinct_pixels": self.distinct_pixels,
         }
 
 
@@ -386,6 +408,18 @@ class View:
         For soft transparency: the grid again with the alpha made 1-bit at
         :data:`_HARDENING_LEVELS` (a copy saved as GIF turns the anti-aliased
         fringe fully opaque or fully transparent, by the encoder's rule).
+    native_side : int
+        The trimmed image's shorter side in the file's own pixels (0 unknown).
+    native : PIL.Image.Image or None
+        The trimmed image at its decoded size when neither side exceeds 48
+        pixels (None otherwise): the native check compares small graphics on
+        their own pixels, not on the 48 x 48 view resampled back.
+    lossless : bool
+        The pixels are as the file stores them without loss: PNG, BMP, PPM,
+        TGA, an uncompressed or losslessly compressed TIFF, or an image given
+        in memory; not JPEG, WebP, GIF or any palette image (quantised). Only
+        such images are told apart at native resolution
+        (:func:`distinct_pixel_count`).
     """
 
     rgba: Image.Image
@@ -401,6 +435,9 @@ class View:
     regions: dict[tuple[int, int], NDArray[np.float32]] = field(default_factory=dict)
     binary_alpha: bool = False
     hardened_grids: list[NDArray[np.float32]] = field(default_factory=list)
+    native_side: int = 0
+    lossless: bool = False
+    native: Image.Image | None = None
 
 
 #: Alpha levels at or above which a soft edge is taken as opaque when the other image of
@@ -465,6 +502,7 @@ def load_view(
     options = resolve_decode(decode)
     if isinstance(source, Image.Image):
         image = source
+        lossless = _stored_losslessly(image)
         h = hashlib.blake2b(digest_size=8)
         h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
         h.update(image.tobytes())
@@ -480,6 +518,7 @@ def load_view(
                 scale = max(1, short // _DECODE_SIDE)
                 image.draft("RGB", (max(1, image.width // scale), max(1, image.height // scale)))
             image.load()
+            lossless = _stored_losslessly(image)
         except Exception as exc:
             raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
     original_size = image.size if isinstance(source, Image.Image) else declared_size
@@ -512,6 +551,9 @@ def load_view(
     binary_alpha = has_alpha and bool(np.all((region_alpha == 0) | (region_alpha == 255)))
     graphic = has_alpha or min(original_size) < GRAPHIC_SIDE
     small, grid = _view_and_grid(region)
+    # The trimmed box in the file's own pixels (the decode may have been reduced).
+    to_native = min(original_size) / max(1, min(rgba.size))
+    native_side = round(min(box[2] - box[0], box[3] - box[1]) * to_native)
     # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
     geometry_grey = np.zeros((0, 0), dtype=np.uint8)
     if not graphic:
@@ -536,6 +578,9 @@ def load_view(
         graphic=graphic,
         binary_alpha=binary_alpha,
         hardened_grids=_hardened_grids(region) if has_alpha and not binary_alpha else [],
+        native_side=native_side,
+        lossless=lossless,
+        native=region if max(region.size) <= _VIEW_SIDE else None,
         border=_border_colour(np.asarray(rgba, dtype=np.float32)),
         full_grid=(
             None
@@ -543,6 +588,26 @@ def load_view(
             else np.asarray(rgba.resize((_GRID, _GRID), Image.Resampling.BOX), dtype=np.float32)
         ),
     )
+
+
+#: Formats that store pixels without loss (TIFF only when its compression is lossless).
+_LOSSLESS_FORMATS = frozenset({"PNG", "BMP", "PPM", "TGA", "QOI", "TIFF"})
+_LOSSY_TIFF_COMPRESSIONS = frozenset({"jpeg", "tiff_jpeg", "webp"})
+
+
+def _stored_losslessly(image: Image.Image) -> bool:
+    """Whether ``image`` (as opened, before any conversion) holds its pixels without loss.
+
+    Palette images count as lossy (a GIF or PNG-8 copy is quantised), and so do JPEG
+    and WebP; an image built in memory (no format) is taken as it is given.
+    """
+    if image.mode in ("P", "PA", "1"):
+        return False
+    if image.format is None:
+        return True
+    if image.format == "TIFF":
+        return str(image.info.get("compression", "raw")) not in _LOSSY_TIFF_COMPRESSIONS
+    return image.format in _LOSSLESS_FORMATS
 
 
 def _entries_of(
@@ -1014,6 +1079,150 @@ def _decide(
     return False, "pixels", f"structure differs ({similarity:.2f})"
 
 
+#: The native-resolution check (:func:`distinct_pixel_count`): the pair must align on
+#: the comparison grid at least this well (luma correlation), a pixel differs strongly
+#: when it is this far off in some channel from every pixel of the other image's 3 x 3
+#: neighbourhood (after a gain and offset per channel), and pixels that are background
+#: in both images are left out.
+_DISTINCT_ALIGNED = 0.97
+_DISTINCT_LEVEL = 96.0
+_DISTINCT_BACKGROUND = 24.0
+_DISTINCT_MARGIN = 0.1
+
+
+def distinct_applies(a: View, b: View, verdict: PairVerdict) -> bool:
+    """Whether the pixel check's verdict on ``(a, b)`` can be followed by
+    :func:`distinct_pixel_count`: the pixel check decided (no geometry), with a
+    structure of at least 0.9, one image is a graphic, both are stored losslessly
+    (a JPEG's ringing or a GIF's palette would look like a change) and both are at
+    least :data:`DISTINCT_MIN_SIDE` pixels on their shorter side."""
+    return (
+        verdict.stage == "pixels"
+        and verdict.similarity >= 0.9
+        and (a.graphic or b.graphic)
+        and a.lossless
+        and b.lossless
+        and min(a.native_side, b.native_side) >= DISTINCT_MIN_SIDE
+    )
+
+
+def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> int:
+    """Pixels that differ strongly between two aligned images at native resolution.
+
+    The comparison grid (24 x 24) cannot see a badge or a glyph of a few pixels,
+    so two icons of one template, or a sprite and its palette-swapped twin with
+    one changed eye, pass it. Here:
+
+    - the pair must be aligned as a whole: ``b`` turned by ``turn`` (its best of
+      the 8 turns on the grid) correlates >= 0.97 with ``a`` on the grid (not a
+      crop or a pad, which the grid check aligned by their entries);
+    - both images are brought to the smaller one's shorter side (at most 48),
+      from their own pixels when they are that small (:attr:`View.native`),
+      and flattened as the pixel check does;
+    - pixels that are background in both, the outer tenth on each side (where
+      copies differ: a rotation's fill, a re-crop, transparent corners flattened
+      onto a colour), and, for one transparent and one opaque image, what is
+      transparent in the one, are left out;
+    - the rest is matched per channel by a gain and offset, and a pixel differs
+      strongly when it is more than 96 levels off every pixel of the other's
+      3 x 3 neighbourhood, in both directions (which absorbs a pixel of
+      misalignment and resampling).
+
+    The count is the smallest over the 8 turns of ``b``, so a symmetric figure is
+    not held against its mirror image; the turns stop at the first count under
+    ``stop_below`` (the decision's threshold: nothing smaller is needed then).
+
+    Returns
+    -------
+    int
+        The count, or 0 when the two are not aligned on the grid.
+    """
+    background = _pair_background(a, b)
+    grid_a = _flattened(a.grid, background)
+    grid_b = _flattened(np.ascontiguousarray(_turned_grid(b.grid, turn)), background)
+    if _correlation(grid_a @ _LUMA, grid_b @ _LUMA) < _DISTINCT_ALIGNED:
+        return 0
+    side = max(1, min(a.native_side, b.native_side, _VIEW_SIDE))
+    first = _native_rgb(a, side, background)
+    second = _native_rgb(b, side, background)
+    own_a = background if a.has_alpha else a.border
+    own_b = background if b.has_alpha else b.border
+    # The outer tenth on each side is left out: copies differ there (a rotation's fill,
+    # a re-crop, transparent corners flattened onto a colour); a badge sits inside.
+    margin = round(_DISTINCT_MARGIN * side)
+    inside = np.zeros((side, side), dtype=bool)
+    inside[margin : side - margin, margin : side - margin] = True
+    off_a = inside & (np.abs(first - own_a).max(axis=2) >= _DISTINCT_BACKGROUND)
+    # One transparent, one opaque: the opaque one may be the other flattened onto any
+    # colour, so what is transparent in the one says nothing.
+    seen = None
+    if a.has_alpha != b.has_alpha:
+        seen = _native_alpha(a if a.has_alpha else b, side)
+    counts = []
+    # The grid's own turn first: when it already finds few, the others need not run.
+    for code in [turn, *(c for c in range(8) if c != turn)]:
+        turned = np.ascontiguousarray(_turned_grid(second, code))
+        use = off_a | (inside & (np.abs(turned - own_b).max(axis=2) >= _DISTINCT_BACKGROUND))
+        if seen is not None:
+            opaque = seen if a.has_alpha else _turned_grid(seen[..., None], code)[..., 0]
+            use &= opaque >= 128
+        counts.append(_strong_differences(first, turned, use))
+        if counts[-1] < stop_below:
+            break
+    return min(counts)
+
+
+def _native_rgb(view: View, side: int, background: NDArray[np.float32]) -> NDArray[np.float32]:
+    """A view at ``side`` x ``side``, flattened onto ``background``, shape (side, side, 3):
+    from the image's own pixels when it is small (exactly them at its own size)."""
+    image = view.native if view.native is not None else view.rgba
+    if image.size != (side, side):
+        image = image.resize((side, side), Image.Resampling.BOX)
+    rgba = np.asarray(image, dtype=np.float32)
+    return _flattened(rgba, background).reshape(side, side, 3)
+
+
+def _native_alpha(view: View, side: int) -> NDArray[np.float32]:
+    image = view.native if view.native is not None else view.rgba
+    if image.size != (side, side):
+        image = image.resize((side, side), Image.Resampling.BOX)
+    alpha: NDArray[np.float32] = np.asarray(image.getchannel("A"), dtype=np.float32)
+    return alpha
+
+
+def _strong_differences(
+    first: NDArray[np.float32], second: NDArray[np.float32], use: NDArray[np.bool_]
+) -> int:
+    """Pixels of ``use`` more than :data:`_DISTINCT_LEVEL` off the other image's 3 x 3
+    neighbourhood (either way) after a gain and offset per channel."""
+    if np.count_nonzero(use) < 16:
+        use = np.ones_like(use)
+    x, y = first[use], second[use]
+    x_mean, y_mean = x.mean(axis=0), y.mean(axis=0)
+    variance = ((y - y_mean) ** 2).mean(axis=0)
+    gain = np.where(
+        variance > 1.0, ((x - x_mean) * (y - y_mean)).mean(axis=0) / np.maximum(variance, 1.0), 1.0
+    )
+    matched = (second - y_mean) * np.clip(gain, 0.5, 2.0) + x_mean
+    off = np.maximum(_off_every_neighbour(first, matched), _off_every_neighbour(matched, first))
+    return int(np.count_nonzero((off > _DISTINCT_LEVEL) & use))
+
+
+def _off_every_neighbour(
+    image: NDArray[np.float32], other: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """Per pixel of ``image``: its smallest largest-channel distance to the 3 x 3
+    neighbourhood of the same pixel in ``other``."""
+    height, width = image.shape[:2]
+    padded = np.pad(other, ((1, 1), (1, 1), (0, 0)), mode="edge")
+    best = np.full((height, width), np.inf, dtype=np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            distance = np.abs(image - padded[dy : dy + height, dx : dx + width]).max(axis=2)
+            np.minimum(best, distance, out=best)
+    return best
+
+
 # ------------------------------------------------------------------ the stage
 
 
@@ -1035,6 +1244,17 @@ class VerifiedPairs:
     n_unsupported : int
         Pairs the checks accepted that do not link: their images' verified
         neighbourhoods disagree (:func:`supported_pairs`). Not in ``edges``.
+    distinct : numpy.ndarray of int64, shape (m, 2)
+        Row pairs seen to differ at native resolution
+        (:func:`distinct_pixel_count`): rejected, and kept in different groups.
+    distinct_passed : numpy.ndarray of bool, shape (m,)
+        Which of them the pixel check on the grid had accepted: they still count
+        in their images' neighbourhoods for :func:`supported_pairs` (two
+        look-alikes that match each other on the grid share their copies).
+    n_kept_apart : int
+        Verified pairs that do not link because linking them would put a
+        ``distinct`` pair into one group (:func:`linking_pairs_kept_apart`). Not
+        in ``edges``.
     """
 
     edges: pd.DataFrame
@@ -1044,6 +1264,9 @@ class VerifiedPairs:
     stages: list[str]
     geometry: str
     n_unsupported: int = 0
+    distinct: NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    distinct_passed: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    n_kept_apart: int = 0
 
     def parameters(self) -> dict[str, Any]:
         """Counts for the report's ``parameters["verification"]``."""
@@ -1052,6 +1275,8 @@ class VerifiedPairs:
             "verified": len(self.edges),
             "rejected": self.n_rejected,
             "unsupported": self.n_unsupported,
+            "distinct": len(self.distinct),
+            "kept_apart": self.n_kept_apart,
             "unverifiable": self.n_unverified,
             "geometry": self.geometry,
         }
@@ -1196,6 +1421,8 @@ def verify_candidates(
 
     features: dict[tuple[int, int], Any] = {}
     accepted: list[tuple[int, int, str, int, float, int, float]] = []
+    distinct: list[tuple[int, int]] = []
+    distinct_passed: list[bool] = []
     rejected = unverified = 0
     ran = {"bytes", "pixels"}
     for (a, b), d in zip(pairs.tolist(), distance.tolist(), strict=True):
@@ -1212,6 +1439,15 @@ def verify_candidates(
                 rejected += 1
             continue
         verdict = compare_views(view_a, view_b, options)
+        if options.distinct_pixels and distinct_applies(view_a, view_b, verdict):
+            count = distinct_pixel_count(view_a, view_b, verdict.turn, options.distinct_pixels)
+            if count >= options.distinct_pixels:
+                ran.add("native")
+                distinct.append((a, b))
+                distinct_passed.append(verdict.accepted)
+                verdict = dataclasses.replace(
+                    verdict, accepted=False, reason=f"differs at native resolution ({count} px)"
+                )
         if verdict.stage == "open" and use_geometry:
             from leakaudit import geometry
 
@@ -1240,8 +1476,17 @@ def verify_candidates(
     edges["distance"] = edges["distance"].where(edges["distance"] >= 0).astype("Int64")
     edges["inliers"] = edges["inliers"].where(edges["inliers"] >= 0).astype("Int64")
     edges["similarity"] = edges["similarity"].astype(float)
-    stages: list[str] = [s for s in ("bytes", "pixels", "geometry", "hash") if s in ran]
-    return VerifiedPairs(edges, len(pairs), rejected, unverified, stages, backend)
+    stages: list[str] = [s for s in ("bytes", "pixels", "native", "geometry", "hash") if s in ran]
+    return VerifiedPairs(
+        edges,
+        len(pairs),
+        rejected,
+        unverified,
+        stages,
+        backend,
+        distinct=np.array(distinct, dtype=np.int64).reshape(-1, 2),
+        distinct_passed=np.array(distinct_passed, dtype=bool),
+    )
 
 
 def supported_pairs(
@@ -1309,6 +1554,28 @@ def supported_pairs(
                 dropped = True
         if not dropped:
             return alive
+
+
+def kept_together(edges: pd.DataFrame, distinct: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which verified edges link when the rows of each ``distinct`` pair stay apart.
+
+    The edges are linked strongest first (byte-identical copies, then by the pixel
+    check's structure score, else by their strength; ties by row), each one only if
+    it puts no ``distinct`` pair into one group (:func:`linking_pairs_kept_apart`):
+    a copy too degraded to tell two look-alikes apart joins the one it matches best.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (len(edges),)
+    """
+    from leakaudit.grouping import linking_pairs_kept_apart
+
+    rows = edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
+    priority = edges["strength"].to_numpy(dtype=float)
+    order = np.lexsort((rows[:, 1], rows[:, 0], -priority))
+    keep = np.zeros(len(rows), dtype=bool)
+    keep[order] = linking_pairs_kept_apart(rows[order], distinct)
+    return keep
 
 
 def iter_edge_chunks(edges: pd.DataFrame) -> Iterator[NDArray[np.int64]]:
@@ -1403,15 +1670,25 @@ def verified_labels(
     )
     edges = verified.edges
     if options.min_support > 0 and len(edges):
+        # Pairs the grid accepted but the native check told apart still count as
+        # neighbours: the support rule judges the grid's matches.
+        passed = verified.distinct[verified.distinct_passed]
         supported = supported_pairs(
-            edges[["row_a", "row_b"]].to_numpy(dtype=np.int64),
-            edges["stage"].eq("bytes").to_numpy(),
+            np.concatenate([edges[["row_a", "row_b"]].to_numpy(dtype=np.int64), passed]),
+            np.concatenate([edges["stage"].eq("bytes").to_numpy(), np.zeros(len(passed), bool)]),
             options.min_support,
-        )
+        )[: len(edges)]
         if not supported.all():
             edges = edges[supported].reset_index(drop=True)
             verified = dataclasses.replace(
                 verified, edges=edges, n_unsupported=int(np.count_nonzero(~supported))
+            )
+    if len(verified.distinct) and len(edges):
+        keep = kept_together(edges, verified.distinct)
+        if not keep.all():
+            edges = edges[keep].reset_index(drop=True)
+            verified = dataclasses.replace(
+                verified, edges=edges, n_kept_apart=int(np.count_nonzero(~keep))
             )
     chunks: list[NDArray[np.int64]] = list(iter_edge_chunks(edges))
     if low.any():
