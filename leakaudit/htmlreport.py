@@ -529,6 +529,14 @@ class _Page:
                     "checks but were not linked: the other images each of them matches "
                     "disagree (look-alikes, not copies).</p>"
                 )
+            if counts.get("distinct"):
+                out.append(
+                    f'<p class="counts">{_e(counts["distinct"])} pair(s) were told apart at '
+                    "native resolution (look-alike graphics that differ by a badge or a "
+                    "glyph): they are never in one group, and "
+                    f"{_e(counts.get('kept_apart', 0))} verified pair(s) that would have "
+                    "joined them were not linked.</p>"
+                )
             rows = "".join(
                 f"<tr><th>{_e(str(k).replace('_', ' '))}</th><td>{_e(v)}</td></tr>"
                 for k, v in counts.items()

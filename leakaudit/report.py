@@ -307,6 +307,16 @@ class LeakageReport:
                 f", {counts['unsupported']} verified but not linked (their images' other "
                 "matches disagree: look-alikes)"
             )
+        if counts.get("distinct"):
+            text += (
+                f", {counts['distinct']} told apart at native resolution (look-alike "
+                "graphics: a badge, a glyph; never grouped together)"
+            )
+        if counts.get("kept_apart"):
+            text += (
+                f", {counts['kept_apart']} verified but not linked (they would have joined "
+                "images told apart)"
+            )
         if counts.get("unverifiable"):
             text += f", {counts['unverifiable']} decided by hashes alone (images not readable)"
         if isinstance(stages, list):

@@ -14,6 +14,7 @@ from PIL import Image, ImageDraw, ImageEnhance
 
 import leakaudit
 from leakaudit.grouping import connected_component_labels, linking_pairs_kept_apart
+from leakaudit.htmlreport import render_html
 from leakaudit.loading import DecodeOptions
 from leakaudit.verify import (
     DISTINCT_MIN_SIDE,
@@ -298,3 +299,6 @@ def test_the_audit_keeps_two_badges_apart_and_finds_their_copies(tmp_path: Path)
     counts = report.parameters["verification"]
     assert counts["distinct"] >= 1
     assert "native" in report.parameters["stages"]
+    # Both reports say what the native check did.
+    assert "told apart at native resolution" in report.to_text()
+    assert "told apart at" in render_html(report)

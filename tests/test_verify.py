@@ -335,9 +335,12 @@ def test_candidate_pairs_are_exactly_the_brute_force_pairs(  # type: ignore[no-u
 def test_crop_candidate_dhash_threshold_is_validated_and_reported() -> None:
     with pytest.raises(ValueError, match="crop_candidate_dhash_threshold"):
         VerifyOptions(crop_candidate_dhash_threshold=65)
-    assert VerifyOptions(crop_candidate_dhash_threshold=12).parameters()[
-        "crop_candidate_dhash_threshold"
-    ] == 12
+    assert (
+        VerifyOptions(crop_candidate_dhash_threshold=12).parameters()[
+            "crop_candidate_dhash_threshold"
+        ]
+        == 12
+    )
 
 
 # ------------------------------------------------------- only verified edges group
@@ -502,7 +505,7 @@ def test_only_the_returned_edges_form_the_groups(seed: int, n: int) -> None:
     roots = [find(i) for i in range(n)]
     assert pd.Series(roots).factorize()[0].tolist() == pd.Series(labels).factorize()[0].tolist()
     assert verified.n_candidates == (
-        len(verified.edges) + verified.n_rejected + verified.n_unsupported
+        len(verified.edges) + verified.n_rejected + verified.n_unsupported + verified.n_kept_apart
     )
 
 
@@ -525,9 +528,7 @@ def test_an_image_gone_before_verification_is_named_and_decided_by_its_hashes(
 # ------------------------------------------------------------ support of a verified pair
 
 
-def _support_oracle(
-    pairs: np.ndarray, keep: np.ndarray, n: int, min_support: float
-) -> np.ndarray:
+def _support_oracle(pairs: np.ndarray, keep: np.ndarray, n: int, min_support: float) -> np.ndarray:
     """supported_pairs by its definition, on an adjacency matrix (with self-loops)."""
     alive = np.ones(len(pairs), dtype=bool)
     while True:
