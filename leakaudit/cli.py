@@ -110,13 +110,19 @@ def _verify_spec(args: argparse.Namespace) -> Any:
     """``--verify`` and ``--min-support`` as the audit functions take them."""
     if not args.verify:
         return False
-    if args.min_support is None:
+    distinct = getattr(args, "distinct_pixels", None)
+    if args.min_support is None and distinct is None:
         return "auto"
     from leakaudit.verify import VerifyOptions
 
+    defaults = VerifyOptions()
     threshold = _threshold_spec(args.threshold)
-    link = threshold if isinstance(threshold, int) else VerifyOptions().link_threshold
-    return VerifyOptions(min_support=args.min_support, link_threshold=link)
+    link = threshold if isinstance(threshold, int) else defaults.link_threshold
+    return VerifyOptions(
+        min_support=defaults.min_support if args.min_support is None else args.min_support,
+        distinct_pixels=defaults.distinct_pixels if distinct is None else distinct,
+        link_threshold=link,
+    )
 
 
 def _add_min_support(group: Any) -> None:
@@ -129,6 +135,26 @@ def _add_min_support(group: Any) -> None:
         "smaller of their verified neighbourhoods (look-alikes each match their own "
         "copies); 0 links every verified pair (default: 0.6)",
     )
+    group.add_argument(
+        "--distinct-pixels",
+        type=_count_value,
+        default=None,
+        metavar="N",
+        help="two losslessly stored graphics whose own pixels still differ strongly in at "
+        "least N places (a badge, a glyph) are told apart and never grouped together; "
+        "0 turns this off (default: 4)",
+    )
+
+
+def _count_value(text: str) -> int:
+    """``--distinct-pixels``: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
 
 
 def _threshold_spec(rules: list[tuple[str | None, int]] | None) -> int | dict[str, int] | None:

@@ -299,6 +299,26 @@ def test_env_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
 
 
+def test_distinct_pixels_reaches_the_verification_and_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train, test = tmp_path / "train", tmp_path / "test"
+    train.mkdir()
+    test.mkdir()
+    image = imagegen.photo_like(11, (160, 120))
+    image.save(train / "a.jpg", quality=90)
+    image.save(test / "a_copy.png")
+    out = tmp_path / "report.json"
+    args = ["compare", str(train), str(test), "--no-cache", "--quiet", "--json", str(out)]
+    assert main([*args, "--distinct-pixels", "0"]) == 0
+    report = json.loads(out.read_text())
+    assert report["parameters"]["verification"]["distinct_pixels"] == 0
+    assert report["n_leaked_images"] == 2
+    for bad in ("-1", "2.5", "many"):
+        assert main([*args, "--distinct-pixels", bad]) == 2
+        assert "--distinct-pixels" in capsys.readouterr().err
+
+
 def test_min_support_reaches_the_verification_and_is_checked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
