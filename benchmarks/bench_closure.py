@@ -1116,9 +1116,13 @@ def stage_lines(audits: Mapping[str, Audit], n_images: int) -> list[str]:
     return lines or ["- no `stages` / `verification` in `report.parameters` (hash-only audit)."]
 
 
+#: Integer verification settings that are not counts.
+SETTINGS = frozenset({"distinct_pixels"})
+
+
 def _is_count(name: str, value: Any) -> bool:
     """Integer entries that count things (candidates, verified, ...), not settings."""
-    setting = "threshold" in name or name.startswith(("min_", "max_"))
+    setting = "threshold" in name or name.startswith(("min_", "max_")) or name in SETTINGS
     integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     return integer and not setting
 
