@@ -101,6 +101,7 @@ __all__ = [
     "iter_pairs_within",
     "pairs_within",
     "pairs_within_brute_force",
+    "worker_threads",
 ]
 
 _BITS = 64
@@ -664,6 +665,21 @@ def _check_threads(threads: object) -> None:
         check_int("threads", threads, 1)
     else:
         _thread_count(None, compiled=False)
+
+
+def worker_threads(threads: int | None = None, *, compiled: bool = False) -> int:
+    """The worker threads a search runs with.
+
+    ``threads`` when given (an int >= 1), else the ``LEAKAUDIT_THREADS`` environment
+    variable when set, else every usable CPU for the compiled kernels and at most 2 for
+    numpy code (whose threads contend for the GIL).
+
+    Raises
+    ------
+    ValueError
+        ``threads`` or ``LEAKAUDIT_THREADS`` is not an int >= 1.
+    """
+    return _thread_count(threads, compiled=compiled)
 
 
 def _thread_count(threads: int | None, *, compiled: bool) -> int:

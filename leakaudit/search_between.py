@@ -21,7 +21,6 @@ the result is the same.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from math import comb
@@ -32,7 +31,7 @@ from numpy.typing import NDArray
 
 from leakaudit._validation import check_int
 from leakaudit.hashing import popcount64
-from leakaudit.search import as_hash_array, band_keys
+from leakaudit.search import as_hash_array, band_keys, worker_threads
 
 __all__ = ["iter_pairs_between", "pairs_between_brute_force"]
 
@@ -46,7 +45,6 @@ _PAIRS_PER_CHUNK = 1 << 22
 _PROBE_COST_IN_PAIRS = 8
 # Below this many query x index pairs the bands run on the calling thread.
 _PARALLEL_MIN_PAIRS = 1 << 26
-_THREADS = min(2, os.cpu_count() or 1)
 
 
 def pairs_between_brute_force(
@@ -176,9 +174,11 @@ def _banded_pairs(
             yield from probe_rows(index_of(band), band, 0, probe.size)
         return
     # One band's index at a time (a few hundred MB at 25M entries); numpy's gathers release
-    # the GIL, so two threads share its probing in even slices of the queries.
-    slices = np.linspace(0, probe.size, 2 * _THREADS + 1).astype(int).tolist()
-    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+    # the GIL, so threads (2 unless LEAKAUDIT_THREADS says) share its probing in even slices
+    # of the queries.
+    threads = worker_threads()
+    slices = np.linspace(0, probe.size, 2 * threads + 1).astype(int).tolist()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
         for band in bands:
             band_index = index_of(band)
             tasks = [

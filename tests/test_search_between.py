@@ -85,3 +85,31 @@ def test_property_equals_brute_force(
     finally:
         module._PROBE_COST_IN_PAIRS = cost
     assert np.array_equal(got, pairs_between_brute_force(q, x, threshold))
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_threads_follow_leakaudit_threads(threads: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import leakaudit.search_between as between
+
+    monkeypatch.setenv("LEAKAUDIT_THREADS", threads)
+    # The banded search and its threaded probing, always.
+    monkeypatch.setattr(between, "_PROBE_COST_IN_PAIRS", 0)
+    monkeypatch.setattr(between, "_PARALLEL_MIN_PAIRS", 0)
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2**64, 30, dtype=np.uint64)
+    index = np.concatenate([base, _near_copies(rng, base, 3000, 10)])
+    queries = _near_copies(rng, base, 300, 10)
+    assert np.array_equal(
+        _collected(queries, index, 8), pairs_between_brute_force(queries, index, 8)
+    )
+
+
+def test_a_bad_leakaudit_threads_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import leakaudit.search_between as between
+
+    monkeypatch.setenv("LEAKAUDIT_THREADS", "zero")
+    monkeypatch.setattr(between, "_PROBE_COST_IN_PAIRS", 0)
+    monkeypatch.setattr(between, "_PARALLEL_MIN_PAIRS", 0)
+    hashes = np.arange(100, dtype=np.uint64)
+    with pytest.raises(ValueError, match="LEAKAUDIT_THREADS"):
+        list(iter_pairs_between(hashes, hashes, 8))
