@@ -302,3 +302,24 @@ def test_the_audit_keeps_two_badges_apart_and_finds_their_copies(tmp_path: Path)
     # Both reports say what the native check did.
     assert "told apart at native resolution" in report.to_text()
     assert "told apart at" in render_html(report)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_copies_of_a_small_lossless_photo_are_not_told_apart(seed: int) -> None:
+    # A CIFAR-like 32 x 32 PNG counts as a graphic (under GRAPHIC_SIDE), so the check runs.
+    from imagegen import photo_like
+
+    big = photo_like(seed, (96, 96))
+    original = big.resize((32, 32), Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    original.save(buffer, "JPEG", quality=80)
+    copies = [
+        _png(Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")),
+        _png(big.resize((32, 32), Image.Resampling.BILINEAR)),
+        _png(big.crop((3, 3, 96, 96)).resize((32, 32), Image.Resampling.LANCZOS)),
+        _png(ImageEnhance.Brightness(original).enhance(1.1)),
+        _png(original.transpose(Image.Transpose.FLIP_LEFT_RIGHT)),
+    ]
+    results = [_count(_png(original), copy) for copy in copies]
+    assert sum(ran for ran, _ in results) >= 3  # the check does run on such photos
+    assert all(count < DISTINCT_PIXELS for _, count in results)
