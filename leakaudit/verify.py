@@ -794,13 +794,19 @@ def _changed_share(
     """
     x = rgb_a - rgb_a.mean(axis=0)
     y = rgb_b - rgb_b.mean(axis=0)
-    variance = (x * x).mean(axis=0)
-    gain = np.where(variance > 1.0, (x * y).mean(axis=0) / np.maximum(variance, 1.0), 1.0)
-    gain = np.clip(gain, 0.5, 2.0)
-    changed = np.abs(y - gain * x).max(axis=1) > _CHANGED_LEVEL
+    changed = np.abs(y - _channel_gain(x, y) * x).max(axis=1) > _CHANGED_LEVEL
     if weight is None:
         return float(np.mean(changed))
     return float((changed * weight).sum() / weight.sum())
+
+
+def _channel_gain(x: NDArray[np.float32], y: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Per channel, the gain (0.5-2) that best maps the zero-mean pixels ``x`` onto ``y``
+    (least squares; 1 for a flat channel)."""
+    variance = (x * x).mean(axis=0)
+    gain = np.where(variance > 1.0, (x * y).mean(axis=0) / np.maximum(variance, 1.0), 1.0)
+    clipped: NDArray[np.float32] = np.clip(gain, 0.5, 2.0)
+    return clipped
 
 
 #: A pixel is foreground when it is this far from the pair's background colour
@@ -1143,8 +1149,9 @@ def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> in
     if _correlation(grid_a @ _LUMA, grid_b @ _LUMA) < _DISTINCT_ALIGNED:
         return 0
     side = max(1, min(a.native_side, b.native_side, _VIEW_SIDE))
-    first = _native_rgb(a, side, background)
-    second = _native_rgb(b, side, background)
+    native_a, native_b = _native_rgba(a, side), _native_rgba(b, side)
+    first = _flattened(native_a, background).reshape(side, side, 3)
+    second = _flattened(native_b, background).reshape(side, side, 3)
     own_a = background if a.has_alpha else a.border
     own_b = background if b.has_alpha else b.border
     # The outer tenth on each side is left out: copies differ there (a rotation's fill,
@@ -1157,7 +1164,7 @@ def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> in
     # colour, so what is transparent in the one says nothing.
     seen = None
     if a.has_alpha != b.has_alpha:
-        seen = _native_alpha(a if a.has_alpha else b, side)
+        seen = (native_a if a.has_alpha else native_b)[..., 3]
     counts = []
     # The grid's own turn first: when it already finds few, the others need not run.
     for code in [turn, *(c for c in range(8) if c != turn)]:
@@ -1172,22 +1179,14 @@ def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> in
     return min(counts)
 
 
-def _native_rgb(view: View, side: int, background: NDArray[np.float32]) -> NDArray[np.float32]:
-    """A view at ``side`` x ``side``, flattened onto ``background``, shape (side, side, 3):
-    from the image's own pixels when it is small (exactly them at its own size)."""
+def _native_rgba(view: View, side: int) -> NDArray[np.float32]:
+    """A view at ``side`` x ``side``, RGBA, shape (side, side, 4): from the image's own
+    pixels when it is small (exactly them at its own size)."""
     image = view.native if view.native is not None else view.rgba
     if image.size != (side, side):
         image = image.resize((side, side), Image.Resampling.BOX)
-    rgba = np.asarray(image, dtype=np.float32)
-    return _flattened(rgba, background).reshape(side, side, 3)
-
-
-def _native_alpha(view: View, side: int) -> NDArray[np.float32]:
-    image = view.native if view.native is not None else view.rgba
-    if image.size != (side, side):
-        image = image.resize((side, side), Image.Resampling.BOX)
-    alpha: NDArray[np.float32] = np.asarray(image.getchannel("A"), dtype=np.float32)
-    return alpha
+    rgba: NDArray[np.float32] = np.asarray(image, dtype=np.float32)
+    return rgba
 
 
 def _strong_differences(
@@ -1199,11 +1198,7 @@ def _strong_differences(
         use = np.ones_like(use)
     x, y = first[use], second[use]
     x_mean, y_mean = x.mean(axis=0), y.mean(axis=0)
-    variance = ((y - y_mean) ** 2).mean(axis=0)
-    gain = np.where(
-        variance > 1.0, ((x - x_mean) * (y - y_mean)).mean(axis=0) / np.maximum(variance, 1.0), 1.0
-    )
-    matched = (second - y_mean) * np.clip(gain, 0.5, 2.0) + x_mean
+    matched = (second - y_mean) * _channel_gain(y - y_mean, x - x_mean) + x_mean
     off = np.maximum(_off_every_neighbour(first, matched), _off_every_neighbour(matched, first))
     return int(np.count_nonzero((off > _DISTINCT_LEVEL) & use))
 
@@ -1559,8 +1554,9 @@ def supported_pairs(
 def kept_together(edges: pd.DataFrame, distinct: NDArray[np.int64]) -> NDArray[np.bool_]:
     """Which verified edges link when the rows of each ``distinct`` pair stay apart.
 
-    The edges are linked strongest first (byte-identical copies, then by the pixel
-    check's structure score, else by their strength; ties by row), each one only if
+    The edges are linked strongest first (by their ``strength``: 1 for byte-identical
+    copies, the pixel check's structure score, a geometric match's share of inliers;
+    ties by row), each one only if
     it puts no ``distinct`` pair into one group (:func:`linking_pairs_kept_apart`):
     a copy too degraded to tell two look-alikes apart joins the one it matches best.
 
@@ -1571,8 +1567,8 @@ def kept_together(edges: pd.DataFrame, distinct: NDArray[np.int64]) -> NDArray[n
     from leakaudit.grouping import linking_pairs_kept_apart
 
     rows = edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
-    priority = edges["strength"].to_numpy(dtype=float)
-    order = np.lexsort((rows[:, 1], rows[:, 0], -priority))
+    strength = edges["strength"].to_numpy(dtype=float)
+    order = np.lexsort((rows[:, 1], rows[:, 0], -strength))
     keep = np.zeros(len(rows), dtype=bool)
     keep[order] = linking_pairs_kept_apart(rows[order], distinct)
     return keep

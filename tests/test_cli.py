@@ -299,9 +299,8 @@ def test_env_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
 
 
-def test_distinct_pixels_reaches_the_verification_and_is_checked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _copy_across_splits(tmp_path: Path) -> tuple[list[str], Path]:
+    """A photo in train/ and its PNG copy in test/: ``compare`` arguments and its JSON path."""
     train, test = tmp_path / "train", tmp_path / "test"
     train.mkdir()
     test.mkdir()
@@ -309,7 +308,13 @@ def test_distinct_pixels_reaches_the_verification_and_is_checked(
     image.save(train / "a.jpg", quality=90)
     image.save(test / "a_copy.png")
     out = tmp_path / "report.json"
-    args = ["compare", str(train), str(test), "--no-cache", "--quiet", "--json", str(out)]
+    return ["compare", str(train), str(test), "--no-cache", "--quiet", "--json", str(out)], out
+
+
+def test_distinct_pixels_reaches_the_verification_and_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args, out = _copy_across_splits(tmp_path)
     assert main([*args, "--distinct-pixels", "0"]) == 0
     report = json.loads(out.read_text())
     assert report["parameters"]["verification"]["distinct_pixels"] == 0
@@ -322,14 +327,7 @@ def test_distinct_pixels_reaches_the_verification_and_is_checked(
 def test_min_support_reaches_the_verification_and_is_checked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    train, test = tmp_path / "train", tmp_path / "test"
-    train.mkdir()
-    test.mkdir()
-    image = imagegen.photo_like(11, (160, 120))
-    image.save(train / "a.jpg", quality=90)
-    image.save(test / "a_copy.png")
-    out = tmp_path / "report.json"
-    args = ["compare", str(train), str(test), "--no-cache", "--quiet", "--json", str(out)]
+    args, out = _copy_across_splits(tmp_path)
     assert main([*args, "--min-support", "0"]) == 0
     report = json.loads(out.read_text())
     assert report["parameters"]["verification"]["min_support"] == 0.0
