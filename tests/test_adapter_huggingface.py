@@ -34,6 +34,7 @@ from leakaudit.adapters.huggingface import (  # noqa: E402
 from leakaudit.demo import photo_like_image  # noqa: E402
 from leakaudit.errors import ImageLoadError  # noqa: E402
 from leakaudit.hashing import UnreadableImageWarning  # noqa: E402
+from leakaudit.loading import DecodeOptions  # noqa: E402
 
 SIZE = (96, 72)
 NAMES = ["cat", "dog"]
@@ -277,6 +278,59 @@ def test_second_audit_of_a_disk_backed_dataset_reuses_the_cache(
     assert leaked_sets(fresh) == PLANTED
 
 
+def test_hash_caches_are_keyed_by_the_options_and_reused_for_equal_ones(
+    dataset_dict: DatasetDict, tmp_path: Path
+) -> None:
+    dataset_dict["train"].save_to_disk(str(tmp_path / "train"))
+    disk = load_from_disk(str(tmp_path / "train"))
+
+    def cache_files() -> set[Path]:
+        return set((tmp_path / "train").rglob("cache-*.arrow"))
+
+    plain = hash_dataset(disk, progress=False, cache=False)
+    assert len(cache_files()) == 1
+    again = hash_dataset(load_from_disk(str(tmp_path / "train")), progress=False, cache=False)
+    assert len(cache_files()) == 1  # equal options (and any batch size): read back
+    assert again["phash"] == plain["phash"]
+    assert again._fingerprint == plain._fingerprint
+    other_batches = hash_dataset(disk, progress=False, cache=False, batch_size=3)
+    assert other_batches._fingerprint == plain._fingerprint
+    turned = hash_dataset(disk, progress=False, cache=False, dihedral=True)
+    untrimmed = hash_dataset(
+        disk, progress=False, cache=False, decode=DecodeOptions(trim_borders=False)
+    )
+    assert len(cache_files()) == 3  # a cache per option set, never another's hashes
+    assert "orientation_phash" in turned.column_names
+    assert len({plain._fingerprint, turned._fingerprint, untrimmed._fingerprint}) == 3
+    # Another dataset's hashes have another fingerprint too.
+    assert hash_dataset(dataset_dict["test"], progress=False)._fingerprint != plain._fingerprint
+
+
+def test_default_batch_size_holds_about_64_mb_of_encoded_images() -> None:
+    from leakaudit.adapters.huggingface import _default_batch_size
+
+    def of(row_bytes: int, rows: int = 40) -> int:
+        data = Dataset.from_dict({"image": [{"bytes": b"x" * row_bytes, "path": None}] * rows})
+        return _default_batch_size(data)
+
+    assert of(2_000) == 1000  # CIFAR-sized files: datasets' own default
+    assert 60 <= of(1 << 20) <= 64  # 1 MB photos (the column also holds offsets and paths)
+    assert of(8 << 20, rows=3) == 16  # 4K photos: never fewer than 16 rows
+    assert of(0, rows=0) == 1000
+
+
+def test_hashes_do_not_depend_on_the_batch_size(dataset_dict: DatasetDict) -> None:
+    data = dataset_dict["train"]
+    default = hash_dataset(data, progress=False, cache=False, dihedral=True)
+    for batch_size in (1, 3, 1000):
+        other = hash_dataset(
+            data, progress=False, cache=False, dihedral=True, batch_size=batch_size
+        )
+        assert other.to_dict() == default.to_dict()
+    with pytest.raises(ValueError, match="batch_size"):
+        hash_dataset(data, progress=False, batch_size=0)
+
+
 # ------------------------------------------------------------- group-aware split
 
 
@@ -357,7 +411,6 @@ def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool, cached:
     put back together row by row.
     """
     from leakaudit.hashing import hash_image
-    from leakaudit.loading import DecodeOptions
 
     decode = DecodeOptions(crop_entries=audit)
     stored = tmp_path / "stored.png"
