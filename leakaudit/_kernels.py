@@ -135,32 +135,36 @@ def _band_key(value: np.uint64, lookup: Any) -> int:
 _band_key_jit = _jit(_band_key, inline=True)
 
 
-def _band_layout(values: Any, second: Any, lookup: Any, width: int) -> tuple[Any, Any, Any, Any]:
-    """Counting sort of the values by band key (stable).
+def _band_layout(
+    values: Any, second: Any, lookup: Any, start_of: Any, order: Any
+) -> tuple[Any, Any]:
+    """Counting sort of the values by band key (stable), into the caller's tables.
 
     ``lookup[byte, b]`` is the band-key contribution of byte value ``b`` at byte ``byte``.
-    Returns ``start_of`` (bucket of key ``k`` = positions ``start_of[k] : start_of[k + 1]``),
-    ``order`` (value index at each position) and the values and second values in that order,
-    each followed by eight zero words (the comparisons read eight at a time).
+    Fills ``start_of`` (zeros on entry, one more than the keys; bucket of key ``k`` =
+    positions ``start_of[k] : start_of[k + 1]``) and ``order`` (value index at each position),
+    int32 when the values fit it (half the memory); returns the values and second values in
+    that order, each followed by eight zero words (the comparisons read eight at a time).
     """
     n = values.size
-    start_of = np.zeros((1 << width) + 1, dtype=np.int64)
+    keys = start_of.size - 1
+    # One table, no copy of it to fill from (a table's size less while a band is built): it
+    # first holds each bucket's end, and the values, placed from the last, move it to its start.
     for index in range(n):
-        start_of[_band_key_jit(values[index], lookup) + 1] += 1
-    for key in range(1 << width):
-        start_of[key + 1] += start_of[key]
-    fill = start_of[:-1].copy()
-    order = np.empty(n, dtype=np.int64)
+        start_of[_band_key_jit(values[index], lookup)] += 1
+    for key in range(1, keys):
+        start_of[key] += start_of[key - 1]
+    start_of[keys] = n
     sorted_values = np.zeros(n + 8, dtype=np.uint64)
     sorted_second = np.zeros(n + 8, dtype=np.uint64)
-    for index in range(n):
+    for index in range(n - 1, -1, -1):
         key = _band_key_jit(values[index], lookup)
-        position = fill[key]
-        fill[key] = position + 1
+        position = start_of[key] - 1
+        start_of[key] = position
         order[position] = index
         sorted_values[position] = values[index]
         sorted_second[position] = second[index]
-    return start_of, order, sorted_values, sorted_second
+    return sorted_values, sorted_second
 
 
 def _row_hits(

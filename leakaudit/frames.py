@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._memory import return_freed_memory
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.grouping import link_labels
@@ -242,6 +243,8 @@ def compute_hashes(
     )
 
 
+# Columns from this many rows up hand the parse's freed memory back (see _memory).
+_TRIM_ROWS = 1 << 16
 _HEX_NIBBLES = np.full(256, 255, dtype=np.uint8)
 for _digit in range(16):
     _HEX_NIBBLES[ord(f"{_digit:x}")] = _digit
@@ -356,7 +359,12 @@ def hash_values_from_frame(
         raise ValueError(
             f"hash_df must have a {column!r} column; got columns {list(hash_df.columns)}."
         )
-    return _parse_hex_column(hash_df[column], column)
+    values, valid = _parse_hex_column(hash_df[column], column)
+    if values.size >= _TRIM_ROWS:
+        # The parse's text copies and masks (about 100 bytes a row) go back to the system
+        # rather than staying in the heap, scattered, under whatever comes next.
+        return_freed_memory()
+    return values, valid
 
 
 def find_duplicate_groups(hash_df: pd.DataFrame, threshold: int = 5) -> pd.DataFrame:

@@ -364,7 +364,8 @@ def group_labels_within(
         active &= _check_mask("valid", valid, n)
     if linkable is not None:
         active &= _check_mask("linkable", linkable, n)
-    rows = np.flatnonzero(active)
+    # Every row searched (the usual case): the inputs as they are, not copies of them.
+    rows: NDArray[np.int64] | slice = slice(None) if active.all() else np.flatnonzero(active)
     unique_second = None
     if other is None:
         unique, inverse = np.unique(h[rows], return_inverse=True)

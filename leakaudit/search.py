@@ -63,13 +63,13 @@ answer, exactly, much faster on large inputs:
    keeps the pairs that join two components. Same plan, same candidates, same answer, in
    under 1 ns of CPU time per candidate (probing included): the 10M rows of section 8 in
    45-60 s of search on two cores shared with other jobs (``link_labels`` 73 s in all,
-   against 251 s). Memory: 32 bytes per searched value (the union-find; the band's order and
-   both hashes in band order), 16 bytes per band key while a band is built (64 MB for 22
-   bits), and about 130 MB for numba and the loaded kernels. Compiling them takes about 6 s,
-   once: the compiled code is cached (340 KB; see :mod:`leakaudit._kernels`), and importing
-   numba and loading it takes about 1.5 s per process, which is why ``"auto"`` leaves small
-   searches to numpy. Without numba, or for the dense single-hash passes and bands over 24
-   bits, the numpy path above runs.
+   against 251 s). Memory: 28 bytes per searched value (the union-find; the band's order,
+   int32 below 2**31 values, and both hashes in band order), 4 bytes per band key (16 MB for
+   22 bits; one band's arrays at a time), and about 130 MB for numba and the loaded kernels.
+   Compiling them takes about 6 s, once: the compiled code is cached (340 KB; see
+   :mod:`leakaudit._kernels`), and importing numba and loading it takes about 1.5 s per
+   process, which is why ``"auto"`` leaves small searches to numpy. Without numba, or for
+   the dense single-hash passes and bands over 24 bits, the numpy path above runs.
 10. Threads: ``threads=`` on the public functions, else the ``LEAKAUDIT_THREADS`` environment
     variable, else every usable CPU for the kernels and two for the numpy path.
 """
@@ -593,7 +593,9 @@ def _search(
         # Single-hash clumpy data goes to the dense passes below (numpy), as on that path.
         if second is not None or not _is_dense_counts(np.diff(layout[0]), n):
             workers = _thread_count(threads, compiled=True)
-            yield from _compiled_links(kernels, unique, threshold, plan, second, layout, workers)
+            links = _compiled_links(kernels, unique, threshold, plan, second, layout, workers)
+            del layout  # the generator holds it until its first band is searched, then drops it
+            yield from links
             return
         del layout
     threads = _thread_count(threads, compiled=False)
@@ -741,17 +743,27 @@ def _band_lookup(mask: int) -> NDArray[np.int64]:
     return lookup
 
 
-_Layout = tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint64]]
+# Positions in a band (bucket starts, value order): int32 below this many values.
+_INT32_POSITIONS = 2**31 - 16
+_Positions = NDArray[np.int32] | NDArray[np.int64]
+_Layout = tuple[_Positions, _Positions, NDArray[np.uint64], NDArray[np.uint64]]
 
 
 def _compiled_layout(
     kernels: ModuleType, unique: NDArray[np.uint64], mask: int, second: _Second | None
 ) -> _Layout:
-    """One band's bucket table, order and hashes in band order (:func:`_kernels.band_layout`)."""
+    """One band's bucket table, order and hashes in band order (:func:`_kernels.band_layout`).
+
+    The table and the order are int32 when the values allow it: 20 MB less at 1M values in a
+    22-bit band, in the arrays that set the search's peak memory.
+    """
     values = np.ascontiguousarray(unique)
     others = values if second is None else np.ascontiguousarray(second.values)
-    layout: _Layout = kernels.band_layout(values, others, _band_lookup(mask), bin(mask).count("1"))
-    return layout
+    positions = np.int32 if values.size < _INT32_POSITIONS else np.int64
+    start_of = np.zeros((1 << bin(mask).count("1")) + 1, dtype=positions)
+    order = np.empty(values.size, dtype=positions)
+    in_order = kernels.band_layout(values, others, _band_lookup(mask), start_of, order)
+    return start_of, order, in_order[0], in_order[1]
 
 
 def _compiled_links(
@@ -771,8 +783,9 @@ def _compiled_links(
     on this thread into a union-find (:func:`_kernels.merge_links`), which keeps the pairs that
     join two components: at most one less than the values, all within both thresholds.
     Memory: the union-find (8 bytes per value) and, for the band being searched, its order and
-    both hashes in band order (24 bytes per value), plus its key table (8 bytes per key, and as
-    much again while it is built) and the worker buffers (1 MB each, two per thread).
+    both hashes in band order (20 bytes per value with int32 positions), plus its key table
+    (4 bytes per key with int32 positions) and the worker buffers (1 MB each, two per thread);
+    a band's arrays are all freed before the next band is laid out.
     """
     n = unique.size
     parent = np.arange(n, dtype=np.int64)
@@ -788,7 +801,7 @@ def _compiled_links(
         flips = _flip_masks_by_top_bit(width, radius)
         masks = np.concatenate(flips).astype(np.int64)
         tops = np.repeat(np.arange(width, dtype=np.int64), [f.size for f in flips])
-        largest = int(np.diff(start_of).max())
+        largest = _largest_bucket(start_of)
         capacity = max(_KERNEL_BUFFER_PAIRS, 2 * largest)
         keys = 1 << width
         span = max(256, keys // (_KERNEL_TASKS_PER_THREAD * threads))
@@ -796,7 +809,7 @@ def _compiled_links(
         def search_keys(
             key_low: int,
             key_high: int,
-            start_of: NDArray[np.int64] = start_of,
+            start_of: _Positions = start_of,
             values: NDArray[np.uint64] = values,
             others: NDArray[np.uint64] = others,
             masks: NDArray[np.int64] = masks,
@@ -835,12 +848,28 @@ def _compiled_links(
                     right = np.concatenate((right, np.empty(right.size, dtype=np.int64)))
 
         tasks = ((low, min(keys, low + span)) for low in range(0, keys, span))
+        left = right = np.empty(0, dtype=np.int64)
         for left, right in _map_ordered(search_keys, tasks, threads):
             kept = kernels.merge_links(parent, order, left, right, left.size)
             if kept:
                 yield left[:kept].copy(), right[:kept].copy()
-        del start_of, order, values, others
+        # The band's arrays are also held by search_keys' defaults and the last task's buffers:
+        # all must go before the next band is laid out (about 60 MB at 1M values).
+        del start_of, order, values, others, search_keys, tasks, left, right
         return_freed_memory()
+
+
+def _largest_bucket(start_of: _Positions) -> int:
+    """The most members of one bucket, from a table of bucket starts, in slices.
+
+    ``np.diff`` of the whole table would be a second table (32 MB for a 22-bit band).
+    """
+    step = 1 << 16
+    largest = 0
+    for low in range(0, start_of.size - 1, step):
+        piece = start_of[low : low + step + 1]
+        largest = max(largest, int((piece[1:] - piece[:-1]).max()))
+    return largest
 
 
 def _brute_unique_pairs(

@@ -134,3 +134,26 @@ def test_a_report_is_built_once_and_not_changed_afterwards() -> None:
     report = dhash_audit(pd.DataFrame({"split": ["train", "test"], "group_id": [0, 0]}))
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.embedding_pairs = None  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_small_integer_group_ids_count_as_any_other_ids(seed: int) -> None:
+    # Ids 0..g-1 are counted by array indexing; far-apart ids go through pandas' groupby.
+    # Both must give the same report (a split may be missing, groups may be singletons).
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    groups = rng.integers(0, 150, n)
+    splits = rng.choice(np.array(["train", "val", "test", None], dtype=object), n)
+    small = dhash_audit(pd.DataFrame({"group_id": groups, "split": splits}))
+    offset = 10**12
+    large = dhash_audit(pd.DataFrame({"group_id": groups * 7 + offset, "split": splits}))
+    expected = large.leaked_groups.copy()
+    expected["group_id"] = (expected["group_id"] - offset) // 7
+    pd.testing.assert_frame_equal(small.leaked_groups, expected)
+    assert small.n_leaked_images == large.n_leaked_images
+    assert small.n_within_split_groups == large.n_within_split_groups
+    pd.testing.assert_series_equal(small.pct_leaked_by_split, large.pct_leaked_by_split)
+    pd.testing.assert_series_equal(small.leaked_by_split, large.leaked_by_split)
+    pd.testing.assert_series_equal(small.images_by_split, large.images_by_split)
