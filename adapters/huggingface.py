@@ -286,24 +286,27 @@ def _default_batch_size(raw: Dataset) -> int:
 
 
 def _hashes_fingerprint(raw: Dataset, column: str, fn_kwargs: Mapping[str, Any]) -> str | None:
-    """The fingerprint of the hashes of ``raw``: its own, leakaudit's version and the options.
+    """The fingerprint of the hashes of ``raw``: its own, the hashing code's and the options.
 
-    What ``datasets`` would compute from the map's arguments (it pickles
-    ``_hash_batch`` by reference, so its code never entered the fingerprint
-    either), without pickling them: that cost about 3 ms per call, a tenth of
-    hashing 2,000 CIFAR-sized images. The leakaudit version stands for the code
-    (a new release never reads an older one's cached hashes); the batch size
-    is left out, as it changes no hash. None (let ``datasets`` compute it) when
-    the dataset has no fingerprint.
+    What ``datasets`` would compute from the map's arguments, without pickling
+    them (about 1 ms per call), and more: ``datasets`` pickles ``_hash_batch``
+    by reference, so a change to leakaudit's decoding or hashing code never
+    entered its fingerprint; :func:`leakaudit.cache.hash_context` (the key of
+    leakaudit's own hash cache) does, so hashes cached by another version of
+    that code are never read back. The batch size is left out, as it changes no
+    hash. None (let ``datasets`` compute it) when the dataset has no fingerprint.
     """
     import hashlib
 
-    from leakaudit import __version__
+    from leakaudit.cache import hash_context
 
     own = getattr(raw, "_fingerprint", None)
     if not isinstance(own, str) or not own:
         return None
-    text = repr((own, column, "leakaudit.hash_dataset", __version__, sorted(fn_kwargs.items())))
+    # hash_context: leakaudit's hash version, a fingerprint of the decoding and hashing
+    # code, the Pillow and numpy versions and every decode option, as the hash cache keys.
+    context = hash_context(fn_kwargs["options"])
+    text = repr((own, column, "leakaudit.hash_dataset", context, sorted(fn_kwargs.items())))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -933,6 +933,142 @@ def _crop_entries_of_thumbnail(thumb: NDArray[np.float64]) -> list[tuple[int, in
     return entries + _entries_from_bases(rotated, _ROTATION_MATRICES)
 
 
+#: Flat images (see :func:`_uses_pixel_entries`) at most this many pixels on their
+#: longer side (after the reduced decode) have their crop and rotation entries
+#: resampled from their own pixels rather than from the 32 x 32 thumbnail.
+PIXEL_ENTRY_MAX_SIDE = 64
+#: ... when at least this share of their pixels has one grey level (a sprite's or an
+#: icon's background; measured on the closure set's bases: photos <= 0.29, sprites and
+#: icons 0.25-0.81, median 0.67 and 0.57).
+PIXEL_ENTRY_FLAT_SHARE = 0.3
+_CENTRE_BOX = ((_CENTRE_MARGIN, _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN),)
+_FracBox = tuple[float, float, float, float]
+
+
+def _uses_pixel_entries(pixels: NDArray[np.uint8]) -> bool:
+    """Whether an image's crop and rotation entries are resampled from its pixels.
+
+    Small flat graphics (sprites, icons): their sharp edges resample so differently
+    on the thumbnail (a triangle filter) and in Pillow's Lanczos (ringing, clipped
+    each pass) that the thumbnail's entries pair 4-13% of their 15% crops against
+    74-100% from the pixels (``benchmarks/RESULTS.md``, section 10, session 9).
+    Photos keep the thumbnail's entries: from the pixels they also pair framings
+    of one scene that lie inside one another.
+    """
+    if max(pixels.shape) > PIXEL_ENTRY_MAX_SIDE or pixels.size == 0:
+        return False
+    counts = np.bincount(np.asarray(pixels).ravel(), minlength=256)
+    return bool(counts.max() >= PIXEL_ENTRY_FLAT_SHARE * pixels.size)
+
+
+@lru_cache(maxsize=256)
+def _pixel_entry_plan(
+    height: int, width: int, box: Box | None, boxes: tuple[_FracBox, ...]
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.intp],
+    NDArray[np.intp],
+]:
+    """Pillow's Lanczos coefficients of each box's rows and columns, for one image size.
+
+    Returns the row passes of every distinct vertical span stacked (pHash 32 rows
+    each, dHash 8 rows each), the column passes per distinct horizontal span
+    (transposed: ``(spans, width, 32)`` and ``(spans, width, 9)``), and each box's
+    vertical and horizontal span index.
+    """
+    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
+    box_width, box_height = right - left, bottom - top
+    vertical = sorted({(b[1], b[3]) for b in boxes})
+    horizontal = sorted({(b[0], b[2]) for b in boxes})
+
+    def rows_of(span: tuple[float, float]) -> tuple[float, float]:
+        return top + span[0] * box_height, top + span[1] * box_height
+
+    def columns_of(span: tuple[float, float]) -> tuple[float, float]:
+        return left + span[0] * box_width, left + span[1] * box_width
+
+    rows = np.concatenate([_lanczos_weights(height, _PHASH_SIZE, rows_of(v)) for v in vertical])
+    strip_rows = np.concatenate(
+        [_lanczos_weights(height, _HASH_SIDE, rows_of(v)) for v in vertical]
+    )
+    cols = np.stack([_lanczos_weights(width, _PHASH_SIZE, columns_of(h)).T for h in horizontal])
+    strip_cols = np.stack(
+        [_lanczos_weights(width, _HASH_SIDE + 1, columns_of(h)).T for h in horizontal]
+    )
+    which_rows = np.array([vertical.index((b[1], b[3])) for b in boxes], dtype=np.intp)
+    which_cols = np.array([horizontal.index((b[0], b[2])) for b in boxes], dtype=np.intp)
+    return rows, strip_rows, cols, strip_cols, which_rows, which_cols
+
+
+def _pixel_box_entries(
+    pixels: NDArray[np.uint8], box: Box | None, boxes: tuple[_FracBox, ...]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """pHash and dHash of each fractional box of the region ``box``, from the pixels.
+
+    Each box is resampled as Pillow's LANCZOS ``resize(..., box=)`` does it, one pass
+    then the other, each rounded and clipped to 0..255 (close to Pillow's results,
+    not bit-identical: these entries only propose candidates).
+    """
+    height, width = pixels.shape
+    rows, strip_rows, cols, strip_cols, which_rows, which_cols = _pixel_entry_plan(
+        height, width, box, boxes
+    )
+    source = np.asarray(pixels, dtype=np.float64)
+    spans = len(rows) // _PHASH_SIZE
+    first = np.clip(np.rint(rows @ source), 0.0, 255.0).reshape(spans, _PHASH_SIZE, width)
+    strip_first = np.clip(np.rint(strip_rows @ source), 0.0, 255.0)
+    strip_first = strip_first.reshape(spans, _HASH_SIDE, width)
+    thumbs = np.clip(np.rint(np.matmul(first[which_rows], cols[which_cols])), 0.0, 255.0)
+    strips = np.clip(
+        np.rint(np.matmul(strip_first[which_rows], strip_cols[which_cols])), 0.0, 255.0
+    )
+    low = np.matmul(np.matmul(_DCT_LOW, thumbs), _DCT_LOW.T)
+    flat = low.reshape(len(boxes), -1)
+    middle = np.partition(flat, (_MEDIAN_LOW, _MEDIAN_LOW + 1), axis=1)
+    median = (middle[:, _MEDIAN_LOW] + middle[:, _MEDIAN_LOW + 1]) / 2.0
+    phash = _packed_rows(flat > median[:, None])
+    dhash = _packed_rows((strips[:, :, 1:] > strips[:, :, :-1]).reshape(len(boxes), -1))
+    return phash, dhash
+
+
+def _pixel_entries(
+    pixels: NDArray[np.uint8], box: Box | None
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """The crop and rotation entries of a small flat image, from its pixels.
+
+    The crops of :data:`CROP_BOXES`, then the image turned by each of
+    :data:`CROP_ROTATIONS` (Pillow's bilinear ``rotate``, as the thumbnail's
+    rotation entries are made) with its centre hashed: the rotation entries must be
+    made like the crops, since a rotated copy's crop entry is matched against its
+    original's rotation entry.
+    """
+    phash, dhash = _pixel_box_entries(pixels, box, tuple(CROP_BOXES))
+    image = Image.fromarray(np.ascontiguousarray(pixels))
+    turned = [
+        _pixel_box_entries(
+            np.asarray(image.rotate(angle, Image.Resampling.BILINEAR)), box, _CENTRE_BOX
+        )
+        for angle in CROP_ROTATIONS
+    ]
+    return (
+        np.concatenate([phash, *[t[0] for t in turned]]),
+        np.concatenate([dhash, *[t[1] for t in turned]]),
+    )
+
+
+def _crop_entries_of_image(
+    pixels: NDArray[np.uint8], box: Box | None, thumb: NDArray[np.float64]
+) -> list[tuple[int, int]]:
+    """The crop and rotation entries of one image: from its pixels or its thumbnail."""
+    if _uses_pixel_entries(pixels):
+        phash, dhash = _pixel_entries(pixels, box)
+        return list(zip(phash.tolist(), dhash.tolist(), strict=True))
+    return _crop_entries_of_thumbnail(thumb)
+
+
 def whole_hashes(
     pixels: NDArray[np.uint8], box: Box | None = None
 ) -> tuple[int, int, NDArray[np.float64]]:
@@ -951,7 +1087,7 @@ def whole_and_crop_hashes(
         phash,
         dhash,
         ac,
-        [_content_entry(pixels, box, (phash, dhash)), *_crop_entries_of_thumbnail(thumb)],
+        [_content_entry(pixels, box, (phash, dhash)), *_crop_entries_of_image(pixels, box, thumb)],
     )
 
 
@@ -1121,7 +1257,7 @@ def _hash_reduced(
         entries += [
             (phash, dhash),
             _content_entry(pixels, box, (phash, dhash)),
-            *_crop_entries_of_thumbnail(thumb),
+            *_crop_entries_of_image(pixels, box, thumb),
         ]
     return phash, dhash, low_information, entries
 
@@ -1627,6 +1763,9 @@ def _hash_reduced_batch(
         entries[base + 1, 1] = content_phash
         entries[base + 1, 2] = content_dhash
         crop_phash, crop_dhash = _stack_crop_entries(thumbs[linked])
+        for k, row in enumerate(linked.tolist()):
+            if _uses_pixel_entries(reduced[row][0]):  # as _crop_entries_of_image
+                crop_phash[k], crop_dhash[k] = _pixel_entries(*reduced[row])
         columns = base[:, None] + 2 + np.arange(N_CROP_ENTRIES + N_ROTATION_ENTRIES)
         entries[columns, 1] = crop_phash
         entries[columns, 2] = crop_dhash
