@@ -129,6 +129,7 @@ __all__ = [
     "CachedFiles",
     "HashCache",
     "default_cache_dir",
+    "hash_context",
     "hash_sources_cached",
     "hash_sources_with_files",
     "resolve_cache",

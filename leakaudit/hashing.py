@@ -124,6 +124,7 @@ __all__ = [
     "hex_to_hashes",
     "popcount64",
     "source_name",
+    "triangle_weights",
     "turned_view",
     "whole_and_crop_hashes",
     "whole_hashes",
@@ -793,10 +794,19 @@ N_ROTATION_ENTRIES = len(CROP_ROTATIONS)
 N_EXTRA_ENTRIES = 2 + N_CROP_ENTRIES + N_ROTATION_ENTRIES
 
 
-def _triangle_matrix(
+def triangle_weights(
     n_out: int, low: float, high: float, n_in: int = _BASE_SIDE
 ) -> NDArray[np.float64]:
-    """Rows of weights resampling ``[low, high)`` of ``n_in`` samples to ``n_out`` (antialiased)."""
+    """Rows of weights resampling ``[low, high)`` of ``n_in`` samples to ``n_out`` (antialiased).
+
+    The triangle filter of Pillow's BILINEAR resize (its support widened by the
+    scale when reducing), as an ``(n_out, n_in)`` matrix whose rows sum to 1.
+
+    Examples
+    --------
+    >>> triangle_weights(2, 0.0, 4.0, 4).round(3).tolist()
+    [[0.429, 0.429, 0.143, 0.0], [0.0, 0.143, 0.429, 0.429]]
+    """
     scale = (high - low) / n_out
     support = max(1.0, scale)
     centres = low + (np.arange(n_out) + 0.5) * scale
@@ -810,10 +820,10 @@ def _entry_matrices(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Per box: the DCT-of-resample matrices of pHash (rows, columns) and the dHash strip's."""
     side = float(_BASE_SIDE)
-    rows = [_DCT_LOW @ _triangle_matrix(_PHASH_SIZE, b[1] * side, b[3] * side) for b in boxes]
-    cols = [_DCT_LOW @ _triangle_matrix(_PHASH_SIZE, b[0] * side, b[2] * side) for b in boxes]
-    strip_rows = [_triangle_matrix(_HASH_SIDE, b[1] * side, b[3] * side) for b in boxes]
-    strip_cols = [_triangle_matrix(_HASH_SIDE + 1, b[0] * side, b[2] * side) for b in boxes]
+    rows = [_DCT_LOW @ triangle_weights(_PHASH_SIZE, b[1] * side, b[3] * side) for b in boxes]
+    cols = [_DCT_LOW @ triangle_weights(_PHASH_SIZE, b[0] * side, b[2] * side) for b in boxes]
+    strip_rows = [triangle_weights(_HASH_SIDE, b[1] * side, b[3] * side) for b in boxes]
+    strip_cols = [triangle_weights(_HASH_SIDE + 1, b[0] * side, b[2] * side) for b in boxes]
     return (
         np.stack(rows),
         np.ascontiguousarray(np.stack(cols).transpose(0, 2, 1)),

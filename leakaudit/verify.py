@@ -52,11 +52,11 @@ from leakaudit.hashing import (
     CROP_ROTATIONS,
     CROP_SCALES,
     N_CROP_ENTRIES,
-    _triangle_matrix,
     content_box,
     dihedral_orientations,
     entry_kinds,
     popcount64,
+    triangle_weights,
     turned_view,
     whole_and_crop_hashes,
     whole_hashes,
@@ -735,8 +735,8 @@ def _refine_plan(
     steps = np.asarray(_REFINE_STEPS) * _crop_spacing(index)
     xs = np.clip(left * width_px + steps, 0.0, width_px - width)
     ys = np.clip(top * height_px + steps, 0.0, height_px - height)
-    rows = np.stack([_triangle_matrix(_GRID, y, y + height, height_px) for y in ys])
-    cols = np.stack([_triangle_matrix(_GRID, x, x + width, width_px) for x in xs])
+    rows = np.stack([triangle_weights(_GRID, y, y + height, height_px) for y in ys])
+    cols = np.stack([triangle_weights(_GRID, x, x + width, width_px) for x in xs])
     return xs, ys, width, height, rows, cols
 
 
