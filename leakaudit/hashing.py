@@ -1035,13 +1035,7 @@ def _pixel_box_entries(
     strips = np.clip(
         np.rint(np.matmul(strip_first[which_rows], strip_cols[which_cols])), 0.0, 255.0
     )
-    low = np.matmul(np.matmul(_DCT_LOW, thumbs), _DCT_LOW.T)
-    flat = low.reshape(len(boxes), -1)
-    middle = np.partition(flat, (_MEDIAN_LOW, _MEDIAN_LOW + 1), axis=1)
-    median = (middle[:, _MEDIAN_LOW] + middle[:, _MEDIAN_LOW + 1]) / 2.0
-    phash = _packed_rows(flat > median[:, None])
-    dhash = _packed_rows((strips[:, :, 1:] > strips[:, :, :-1]).reshape(len(boxes), -1))
-    return phash, dhash
+    return _stack_entries_from_rows(np.matmul(np.matmul(_DCT_LOW, thumbs), _DCT_LOW.T), strips)
 
 
 def _pixel_entries(
@@ -1772,10 +1766,15 @@ def _hash_reduced_batch(
             content_phash[inside], content_dhash[inside] = _views_hashes(views)[:2]
         entries[base + 1, 1] = content_phash
         entries[base + 1, 2] = content_dhash
-        crop_phash, crop_dhash = _stack_crop_entries(thumbs[linked])
-        for k, row in enumerate(linked.tolist()):
-            if _uses_pixel_entries(reduced[row][0]):  # as _crop_entries_of_image
-                crop_phash[k], crop_dhash[k] = _pixel_entries(*reduced[row])
+        # As _crop_entries_of_image: small flat images from their pixels, the rest stacked.
+        from_pixels = np.array([_uses_pixel_entries(reduced[row][0]) for row in linked.tolist()])
+        crop_phash = np.empty((len(linked), N_CROP_ENTRIES + N_ROTATION_ENTRIES), dtype=np.uint64)
+        crop_dhash = np.empty_like(crop_phash)
+        if not from_pixels.all():
+            stacked = _stack_crop_entries(thumbs[linked[~from_pixels]])
+            crop_phash[~from_pixels], crop_dhash[~from_pixels] = stacked
+        for k in np.flatnonzero(from_pixels).tolist():
+            crop_phash[k], crop_dhash[k] = _pixel_entries(*reduced[int(linked[k])])
         columns = base[:, None] + 2 + np.arange(N_CROP_ENTRIES + N_ROTATION_ENTRIES)
         entries[columns, 1] = crop_phash
         entries[columns, 2] = crop_dhash
