@@ -20,7 +20,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -58,6 +58,8 @@ log = logging.getLogger("leakaudit")
 EXIT_LEAKAGE = 1
 EXIT_ERROR = 2
 EXIT_INTERNAL_ERROR = 3
+#: The shell's status for a program ended by SIGPIPE (128 + 13), which is what we return.
+EXIT_BROKEN_PIPE = 141
 
 
 class UsageError(Exception):
@@ -292,14 +294,26 @@ def _add_outputs(parser: argparse.ArgumentParser, *, hashes_out: bool = False) -
     )
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and a pointer to ``-h``.
+
+    argparse's default prints the whole usage block before the message; the
+    message is what the user needs, and ``-h`` gives the rest. Subcommand
+    parsers inherit this class (``add_subparsers`` uses the parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {printable(message)} (see '{self.prog} -h')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``leakaudit`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="leakaudit",
         description="Find near-duplicate images leaking across train/val/test splits.",
         epilog="Exit codes: 0 no leakage (or not asked to fail), 1 leakage over the "
         "--fail-on-leak limit, 2 usage or input error, 3 internal error, 130 interrupted, "
-        "143 terminated.",
+        "141 output pipe closed (as in 'leakaudit scan ROOT | head'), 143 terminated.",
     )
     parser.add_argument("--version", action="version", version=f"leakaudit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -618,7 +632,16 @@ def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
         failing = report.splits_over_limit(max_fraction=limit / 100)
     else:
         failing = report.splits_over_limit(max_leaked=int(limit))
-    return EXIT_LEAKAGE if len(failing) else 0
+    if not len(failing):
+        return 0
+    allowed = f"{limit:g}%" if is_percent else f"{int(limit)} image(s)"
+    for split, images, leaked, fraction in failing[["images", "leaked", "fraction"]].itertuples():
+        print(
+            f"leakaudit: {printable(str(split))}: {int(leaked)} of {int(images)} images leak "
+            f"({100 * fraction:.2f}%), over --fail-on-leak {allowed}",
+            file=sys.stderr,
+        )
+    return EXIT_LEAKAGE
 
 
 # ---------------------------------------------------------------------- --show
@@ -1028,6 +1051,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_env()
         code: int = commands[args.command](args)
         return code
+    except BrokenPipeError:
+        # The reader went away (`leakaudit scan ROOT | head`): end quietly, as Unix tools do.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except (UsageError, OSError, ValueError, TypeError) as error:
         # Usage and input errors (a missing folder, a bad threshold, an unwritable output) are
         # one line, not a traceback.
@@ -1071,6 +1098,20 @@ def _handle_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit raises no second BrokenPipeError."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main_entry() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)

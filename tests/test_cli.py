@@ -14,6 +14,8 @@ from leakaudit import export
 from leakaudit.cli import MANIFEST_COLUMNS, MANIFEST_NAME, main
 from leakaudit.demo import build_demo_dataset
 
+CLI_MODULE = [sys.executable, "-m", "leakaudit"]
+
 
 @pytest.fixture(scope="module")
 def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -334,3 +336,50 @@ def test_min_support_reaches_the_verification_and_is_checked(
     assert report["n_leaked_images"] == 2
     assert main([*args, "--min-support", "1.5"]) == 2
     assert "--min-support" in capsys.readouterr().err
+
+
+def test_argument_errors_are_one_line(tmp_path: Path) -> None:
+    """Issue 25.4: a bad option is one line naming it and pointing at -h, not the usage block."""
+    for argv in (
+        ["scan", str(tmp_path), "--threshold", "abc"],
+        ["scan", str(tmp_path), "--fail-on-leak", "150%"],
+        ["scan", str(tmp_path), "--hash", "md5"],
+        ["frobnicate"],
+    ):
+        result = subprocess.run([*CLI_MODULE, *argv], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2, (argv, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, (argv, result.stderr)
+        assert "error:" in lines[0] and "-h'" in lines[0], lines[0]
+        assert "usage:" not in result.stderr
+
+
+def test_fail_on_leak_names_each_split_over_its_limit(
+    demo_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25.3: exit 1 says which split is over the limit, and by how much."""
+    code = main(["scan", str(demo_root), "--quiet", "--workers", "1", "--fail-on-leak", "5%"])
+    err = capsys.readouterr().err
+    assert code == 1
+    over = [line for line in err.splitlines() if "over --fail-on-leak 5%" in line]
+    assert over, err
+    assert any(line.startswith("leakaudit: test: ") and "images leak (" in line for line in over)
+
+
+def test_closed_output_pipe_ends_quietly(demo_root: Path) -> None:
+    """Issue 25.5: `leakaudit scan ROOT | head -1` ends quietly (141, as Unix tools do)."""
+    exe = shutil.which("leakaudit", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    for _ in range(3):  # the race between head closing and our writes varies run to run
+        process = subprocess.Popen(
+            [exe, "scan", str(demo_root), "--workers", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.readline()
+        process.stdout.close()  # what head does after its lines
+        err = process.stderr.read().decode()
+        code = process.wait(timeout=300)
+        assert "Broken pipe" not in err and "Traceback" not in err, err
+        assert code in (0, 141), (code, err)
