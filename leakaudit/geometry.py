@@ -32,7 +32,7 @@ test, then RANSAC on a similarity (``cv2.estimateAffinePartial2D``), then these 
 Coordinates are normalised by each image's longer side, so a plain resize has scale 1.0 and the
 scale of a crop that keeps 80% of each side, resized back, is 1.25.
 
-OpenCV is an optional extra (``pip install 'leakaudit-vision[geometry]'``); any ``cv2`` >= 4.5
+OpenCV is an optional extra (``pip install 'leakaudit-vision[verify]'``); any ``cv2`` >= 4.5
 works, whichever distribution provides it (``opencv-python``, ``opencv-python-headless``,
 ``opencv-contrib-python``). It is imported only inside the functions that need it.
 
@@ -89,7 +89,7 @@ _RANSAC_THRESHOLD = 0.012  # of the longer side: 3 px at 256
 _MIN_SIDE = 2  # smaller images hold no geometry to verify
 
 _INSTALL_HINT = (
-    "geometric verification needs OpenCV: pip install 'leakaudit-vision[geometry]' "
+    "geometric verification needs OpenCV: pip install 'leakaudit-vision[verify]' "
     "(any existing cv2 >= 4.5 works too, e.g. from opencv-python)"
 )
 

@@ -106,3 +106,25 @@ def test_docstring_examples_run(name: str) -> None:
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
+
+
+def test_every_install_hint_names_a_declared_extra() -> None:
+    """Issue 25.9: every `pip install 'leakaudit-vision[X]'` hint names an extra that exists."""
+    import re
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    root = Path(__file__).resolve().parents[1]
+    extras = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    hints = [
+        (path.name, extra)
+        for folder in ("leakaudit", "adapters", "README.md")
+        for path in (
+            [root / folder] if folder.endswith(".md") else sorted((root / folder).glob("*.py"))
+        )
+        for extra in re.findall(r"leakaudit-vision\[([a-z,]+)\]", path.read_text())
+    ]
+    assert hints, "no install hints found: the pattern is out of date"
+    unknown = [(name, extra) for name, extra in hints if not set(extra.split(",")) <= extras]
+    assert not unknown, f"install hints naming no declared extra: {unknown}; extras are {extras}"
