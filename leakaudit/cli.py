@@ -421,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         default=None,
         metavar="DIR",
-        help="where to write it (default: a new temporary folder)",
+        help="where to write it and keep it (default: a temporary folder, removed at the end)",
     )
     _add_common(demo)
 
@@ -816,6 +816,14 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         "splits: %s",
         ", ".join(f"{printable(name)} ({printable(str(path))})" for name, path in splits.items()),
     )
+    if len(splits) == 1:
+        (only,) = splits
+        log.warning(
+            "only one split folder (%s) under %s: nothing can leak across splits; duplicates "
+            "inside it are still listed. Name more with --split NAME=FOLDER.",
+            printable(only),
+            printable(str(args.root)),
+        )
     report = _run_audit(splits, args, root=args.root)
     print(report.to_text())
     _write_outputs(report, args)
@@ -826,16 +834,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from leakaudit.demo import build_demo_dataset
 
     _check_outputs(args)
-    root = args.dir if args.dir is not None else Path(tempfile.mkdtemp(prefix="leakaudit-demo-"))
-    demo = build_demo_dataset(root)
-    print(f"Demo dataset written to {root} with {len(demo.planted_leaks)} planted leaks:")
-    for original, copy, how in demo.planted_leaks:
-        print(f"  {copy}  <-  {original}  ({how})")
-    print()
-    report = _run_audit(demo.splits, args)
-    print(report.to_text())
-    _write_outputs(report, args)
-    return _exit_code(report, args)
+    with contextlib.ExitStack() as stack:
+        if args.dir is not None:
+            root, kept = args.dir, f"written to {args.dir}"
+        else:  # removed at the end: `leakaudit demo DIR` keeps it (for `clean`)
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="leakaudit-demo-")))
+            kept = f"built in {root} (removed at the end; `leakaudit demo DIR` keeps it)"
+        demo = build_demo_dataset(root)
+        print(f"Demo dataset {kept} with {len(demo.planted_leaks)} planted leaks:")
+        for original, copy, how in demo.planted_leaks:
+            print(f"  {copy}  <-  {original}  ({how})")
+        print()
+        report = _run_audit(demo.splits, args)
+        print(report.to_text())
+        _write_outputs(report, args)
+        return _exit_code(report, args)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:

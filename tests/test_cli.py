@@ -383,3 +383,26 @@ def test_closed_output_pipe_ends_quietly(demo_root: Path) -> None:
         code = process.wait(timeout=300)
         assert "Broken pipe" not in err and "Traceback" not in err, err
         assert code in (0, 141), (code, err)
+
+
+def test_demo_without_dir_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25.10: `leakaudit demo` removes its temporary dataset (DIR keeps one)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    assert main(["demo", "--quiet", "--workers", "1", "--no-cache"]) == 0
+    assert "removed at the end" in capsys.readouterr().out
+    assert not list(tmp_path.glob("leakaudit-demo-*"))
+
+
+def test_single_split_is_named_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25.10: auditing one split says that nothing can leak across splits."""
+    (tmp_path / "train").mkdir()
+    for seed in range(3):
+        imagegen.photo_like(seed, (64, 48)).save(tmp_path / "train" / f"{seed}.png")
+    assert main(["scan", str(tmp_path), "--workers", "1", "--no-cache"]) == 0
+    err = capsys.readouterr().err
+    assert "only one split folder (train)" in err and "nothing can leak across splits" in err
