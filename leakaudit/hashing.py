@@ -52,7 +52,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
-import multiprocessing
 import os
 import re
 import signal
@@ -80,6 +79,7 @@ from leakaudit._validation import (
     describe,
     usable_cpu_count,
 )
+from leakaudit._workers import worker_context
 from leakaudit.errors import ImageLoadError
 from leakaudit.loading import (
     Box,
@@ -2189,9 +2189,8 @@ def _normalise_sources(
 
 
 def _pool_context() -> Any:
-    method = "forkserver" if sys.platform.startswith("linux") else "spawn"
-    context = multiprocessing.get_context(method)
-    if method == "forkserver":
+    context = worker_context()  # workers that never import __main__ (see leakaudit._workers)
+    if context.get_start_method() == "forkserver":
         # Workers fork from a server that has already imported numpy/Pillow/leakaudit,
         # instead of each importing them again. Only takes effect if the server
         # is not running yet.
@@ -2224,12 +2223,12 @@ def hash_sources(
         Processes to use; None means every usable core, and more than that are
         not started (a ``RuntimeWarning`` says so). Batches under 200 items,
         and ``workers=1``, run in this process. PIL images are always hashed in
-        this process (no pickling of pixel buffers). On Linux the pool uses the
-        ``forkserver`` start method, elsewhere ``spawn``: as with any
-        multiprocessing code, call this from under ``if __name__ == "__main__":``
-        in scripts. The workers exit as soon as this process is gone (killed
-        included) and at once on ``KeyboardInterrupt``; only a few chunks per
-        worker are queued at a time.
+        this process (no pickling of pixel buffers). The pool starts its workers
+        with ``forkserver`` on Linux (``spawn`` elsewhere) without importing the
+        main module again, so a script needs no ``if __name__ == "__main__":``
+        guard to call this (see :mod:`leakaudit._workers`). The workers exit as
+        soon as this process is gone (killed included) and at once on
+        ``KeyboardInterrupt``; only a few chunks per worker are queued at a time.
     progress : bool or None, default None
         Draw a progress bar on stderr. None: only when stderr is a terminal and
         there are at least 500 items.
