@@ -14,10 +14,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from leakaudit._validation import check_bool
+from leakaudit.audit import VerifySpec
 from leakaudit.cleaning import SplitPlan
+from leakaudit.policy import ThresholdSpec
 from leakaudit.report import LeakageReport
+from leakaudit.verify import VerifyOptions, table_candidates
 
 __all__ = [
     "ClassMismatchWarning",
@@ -27,6 +31,7 @@ __all__ = [
     "check_report_matches",
     "destination_rows",
     "moves_table",
+    "rows_verification_reads",
 ]
 
 
@@ -170,3 +175,32 @@ class GroupSplitResult:
 
     def __getitem__(self, split: str) -> Any:
         return self.splits[split]
+
+
+def rows_verification_reads(
+    table: Any, *, method: str, threshold: ThresholdSpec, verify: VerifySpec, dihedral: bool
+) -> NDArray[np.int64]:
+    """The rows whose images the audit of ``table`` will read again, ascending.
+
+    Those in a candidate pair (the net :func:`leakaudit.verify.verified_labels`
+    casts: its entries, thresholds and linkable rows), and those whose two
+    hashes equal another row's (the report gives them a byte digest). An
+    adapter whose images are not files fetches just these, so that its audit
+    decides exactly as the audit of the same images as files does. No
+    candidates when verification will not run (``verify=False``, another
+    method, per-source thresholds).
+
+    ``table`` is a :class:`~leakaudit.hashing.HashTable` or anything with its
+    columns (:class:`~leakaudit.shards.HashShards`).
+    """
+    valid = np.asarray(table.valid, dtype=bool)
+    low = np.asarray(table.low_information, dtype=bool)
+    rows = np.flatnonzero(valid & ~low)
+    hashes = pd.DataFrame({"phash": table.phash[rows], "dhash": table.dhash[rows]})
+    shared = rows[hashes.duplicated(keep=False).to_numpy()].astype(np.int64)
+    if verify is False or method != "phash+dhash" or isinstance(threshold, Mapping):
+        return shared
+    options = verify if isinstance(verify, VerifyOptions) else VerifyOptions()
+    (pairs, _), _ = table_candidates(table, low, options, dihedral=dihedral)
+    needed: NDArray[np.int64] = np.union1d(pairs.ravel(), shared).astype(np.int64)
+    return needed

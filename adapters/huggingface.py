@@ -42,6 +42,7 @@ from leakaudit.adapters._common import (
     check_report_matches,
     destination_rows,
     moves_table,
+    rows_verification_reads,
 )
 from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, hashing_options
 from leakaudit.cache import CacheSpec, hash_sources_cached, resolve_cache
@@ -589,12 +590,61 @@ def _audit(
         extra_columns={"index": np.asarray(index, dtype=np.int64)},
         verify=verify,
         decode=options,
-        # Rows stored as files on disk are decoded again; embedded bytes are not kept
-        # (their pairs are decided by their hashes alone): a stored path may be just
-        # the original file's name.
-        images=[name if os.path.isabs(name) and os.path.isfile(name) else None for name in names],
+        images=_verification_images(
+            splits,
+            table,
+            split,
+            index,
+            image_column=image_column,
+            method=method,
+            threshold=threshold,
+            verify=verify,
+            dihedral=dihedral,
+        ),
     )
     return report
+
+
+def _verification_images(
+    splits: Mapping[str, Any],
+    table: HashTable,
+    split: Sequence[str],
+    index: Sequence[int],
+    *,
+    image_column: str | None,
+    method: str,
+    threshold: ThresholdSpec,
+    verify: VerifySpec,
+    dihedral: bool,
+) -> list[Any]:
+    """One image per row where the audit reads it again, else None.
+
+    The rows' own cells, fetched by index from their split: the encoded bytes
+    when the cell holds them (a stored path may be just the original file's
+    name), else the path when it names a file. So a ``DatasetDict`` of bytes is
+    verified exactly as the same images in folders are.
+    """
+    datasets = _require_datasets()
+    images: list[Any] = [None] * len(split)
+    needed = rows_verification_reads(
+        table, method=method, threshold=threshold, verify=verify, dihedral=dihedral
+    )
+    by_split: dict[str, list[int]] = {}
+    for row in needed.tolist():
+        by_split.setdefault(split[row], []).append(row)
+    for name, rows in by_split.items():
+        dataset = splits[name]
+        column = find_image_column(dataset, image_column)
+        raw = dataset.select_columns([column]).cast_column(column, datasets.Image(decode=False))
+        cells = raw.select([index[row] for row in rows])[column]
+        for row, cell in zip(rows, cells, strict=True):
+            cell = cell if isinstance(cell, Mapping) else {}
+            data, path = cell.get("bytes"), cell.get("path")
+            if data is not None:
+                images[row] = bytes(data)
+            elif isinstance(path, str) and os.path.isabs(path) and os.path.isfile(path):
+                images[row] = path
+    return images
 
 
 def audit_dataset_dict(

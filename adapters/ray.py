@@ -62,7 +62,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._validation import check_choice, check_int, describe
-from leakaudit.adapters._common import ResplitResult, check_dihedral
+from leakaudit.adapters._common import ResplitResult, check_dihedral, rows_verification_reads
 from leakaudit.audit import VerifySpec, hashing_options
 from leakaudit.cleaning import CLEAN_POLICIES, clean_splits
 from leakaudit.hashing import (
@@ -83,7 +83,6 @@ from leakaudit.shards import (
     require_pyarrow,
     shard_files,
 )
-from leakaudit.verify import VerifyOptions, table_candidates
 
 if TYPE_CHECKING:
     from ray.data import Dataset
@@ -476,31 +475,6 @@ def _empty_table(spec: _RowSpec, options: DecodeOptions, dihedral: bool) -> Any:
     )
 
 
-def _candidate_rows(
-    shards: HashShards, *, method: str, threshold: ThresholdSpec, verify: VerifySpec, dihedral: bool
-) -> NDArray[np.int64]:
-    """The rows verification will decode: those in a candidate pair.
-
-    The same net as :func:`leakaudit.verify.verified_labels` casts (its
-    entries, thresholds and linkable rows); empty when verification will not
-    run (``verify=False``, another method, per-source thresholds).
-    """
-    if verify is False or method != "phash+dhash" or isinstance(threshold, Mapping):
-        return np.zeros(0, dtype=np.int64)
-    options = verify if isinstance(verify, VerifyOptions) else VerifyOptions()
-    (pairs, _), _ = table_candidates(shards, shards.low_information, options, dihedral=dihedral)
-    rows: NDArray[np.int64] = np.unique(pairs.ravel()).astype(np.int64)
-    return rows
-
-
-def _shared_hash_rows(shards: HashShards) -> NDArray[np.int64]:
-    """Rows whose two hashes equal another row's: the report gives them a byte digest."""
-    rows = np.flatnonzero(shards.valid & ~shards.low_information)
-    hashes = pd.DataFrame({"phash": shards.phash[rows], "dhash": shards.dhash[rows]})
-    shared: NDArray[np.int64] = rows[hashes.duplicated(keep=False).to_numpy()].astype(np.int64)
-    return shared
-
-
 def _pick_batch(batch: dict[str, Any], *, spec: _RowSpec, wanted: frozenset[str]) -> Any:
     """``map_batches`` function: the image of each wanted row, as bytes or a raw array."""
     pa = require_pyarrow()
@@ -572,11 +546,8 @@ def _verification_images(
     batch_size: int,
 ) -> list[Any]:
     """One image per row where verification (or a byte-copy digest) needs it, else None."""
-    needed = np.union1d(
-        _candidate_rows(
-            shards, method=method, threshold=threshold, verify=verify, dihedral=dihedral
-        ),
-        _shared_hash_rows(shards),
+    needed = rows_verification_reads(
+        shards, method=method, threshold=threshold, verify=verify, dihedral=dihedral
     )
     images: list[Any] = [None] * len(shards)
     remote: list[int] = []
