@@ -972,9 +972,15 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     cleaned = clean_splits(report.table, priority, policy=args.policy)
     # A split folder that is a symbolic link out of ROOT (a split on another disk) was
     # scanned: its files are written to NEW_ROOT in a real folder (manifest: "followed").
+    from leakaudit.safe_io import is_within
+
     real_root = root.resolve()
     follow = [
-        f.name for f in splits.values() if f.is_symlink() and real_root not in f.resolve().parents
+        folder.name
+        for folder in splits.values()
+        if folder.is_symlink()
+        and not is_within(folder.resolve(), real_root)
+        and not is_within(real_root, folder.resolve())
     ]
     plan = plan_tree(
         root,
