@@ -17,12 +17,20 @@ The guarantees (README, "What clean guarantees"):
   inode; nothing is ever opened for writing through it) or copied from a
   descriptor opened with ``O_NOFOLLOW`` after checking it is a regular file.
   Devices, pipes and sockets are never read.
-- Symbolic links are never followed out of ROOT. A link that resolves inside
-  ROOT is recreated as a relative link to where its target now is (or, if the
-  target is left out, replaced by a copy of it); a link that leaves ROOT,
-  dangles or loops is left out and recorded.
+- Symbolic links are never followed out of ROOT, except a split folder's own
+  link directly under ROOT (a split kept on another disk), which the audit
+  scans: its files are written to NEW_ROOT in a real folder, and its manifest
+  row says ``followed``. Any other link that resolves inside ROOT is recreated
+  as a relative link to where its target now is (or, if the target is left
+  out, replaced by a copy of it); a link that leaves ROOT, dangles, loops or
+  would point at itself is left out and recorded.
+- Files are reached through directory descriptors, ``O_NOFOLLOW`` at every
+  level, so a folder swapped for a link during the run redirects nothing.
 - Every entry under ROOT gets a manifest row, including those left out, with
-  the reason.
+  the reason, and every folder of ROOT is in NEW_ROOT (an empty one too), so
+  class folders, and the class indices read from them, stay as they were.
+- Only staging folders this module created (a marker inside) are ever
+  removed, never ROOT or a folder holding it.
 - NEW_ROOT is replaced only as a whole: an empty folder, or (``replace=True``)
   an earlier leakaudit output with its manifest at the top. A NEW_ROOT that
   holds a link into ROOT is refused.
@@ -40,7 +48,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
@@ -59,6 +67,7 @@ __all__ = [
     "remove_stale_partials",
     "unique_name",
     "walk_tree",
+    "write_manifest",
     "write_tree",
 ]
 
@@ -73,6 +82,11 @@ _NAME_MAX = 255  # bytes; the limit of every common Linux, macOS and Windows fil
 _COPY_CHUNK = 1 << 20
 _PARTIAL = ".leakaudit-partial-"
 _OLD = ".leakaudit-old-"
+#: Written inside each staging folder at its creation: only folders holding it are
+#: ever removed as a killed run's leftovers.
+_MARKER = "leakaudit-staging-folder"
+_MARKER_TEXT = b"leakaudit: a staging folder of clean; safe to delete once its process has ended\n"
+_FOLDER_KINDS = ("folder", "followed", "unlistable")
 
 
 class CleanTreeError(OSError):
@@ -87,11 +101,12 @@ class TreeEntry:
     ----------
     relative : str
         Path relative to ROOT, ``/``-separated; folders end in ``/``.
-    kind : {"file", "link", "other", "unlistable"}
-        A regular file, a symbolic link, another kind of file (pipe, device,
-        socket), or a folder that could not be listed.
+    kind : {"file", "folder", "link", "followed", "other", "unlistable"}
+        A regular file, a folder, a symbolic link, a split folder's symbolic
+        link that is followed (see :func:`walk_tree`), another kind of file
+        (pipe, device, socket), or a folder that could not be listed.
     detail : str
-        For ``link``: what it points to, as stored. For ``other``: the kind
+        For ``link`` and ``followed``: what it points to, as stored. For ``other``: the kind
         (``"named pipe"``...). For ``unlistable``: the reason.
     """
 
@@ -105,9 +120,11 @@ class PlannedEntry:
     """What happens to one entry under ROOT: a manifest row, plus how to write it.
 
     ``new_path`` is empty for entries left out (``action`` ``dropped`` or
-    ``skipped``). ``link_to`` is set when the entry is written as a symbolic
-    link (relative, pointing at its target's place in NEW_ROOT); otherwise the
-    file at ``source`` is hard-linked or copied.
+    ``skipped``). Folders have ``action`` ``folder`` (``followed`` for a split
+    folder's symbolic link, written as a real folder); their paths end in
+    ``/``. ``link_to`` is set when the entry is written as a symbolic link
+    (relative, pointing at its target's place in NEW_ROOT); otherwise the file
+    at ``source`` is hard-linked or copied.
     """
 
     old_path: str
@@ -162,12 +179,16 @@ def _other_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def walk_tree(root: str | os.PathLike[str]) -> list[TreeEntry]:
+def walk_tree(root: str | os.PathLike[str], *, follow: Iterable[str] = ()) -> list[TreeEntry]:
     """List every entry under ``root`` without following symbolic links.
 
-    Folders are descended in name order (depth first); a folder that cannot be
-    listed is one ``unlistable`` entry with the reason. Links are reported as
-    links, whatever they point to.
+    Folders are descended in name order (depth first), each one listed as a
+    ``folder`` entry (``train/cat/``) before what it holds; a folder that
+    cannot be listed is one ``unlistable`` entry with the reason. Links are
+    reported as links, whatever they point to, except the split folders named
+    in ``follow``: a link directly under ``root`` with one of these names that
+    leads to a folder is one ``followed`` entry, and what that folder holds is
+    listed under its name (the audit scans split folders through such links).
 
     Examples
     --------
@@ -176,22 +197,25 @@ def walk_tree(root: str | os.PathLike[str]) -> list[TreeEntry]:
     >>> (root / "train").mkdir(); _ = (root / "train" / "a.txt").write_text("x")
     >>> (root / "link").symlink_to("train/a.txt")
     >>> [(e.relative, e.kind) for e in walk_tree(root)]
-    [('link', 'link'), ('train/a.txt', 'file')]
+    [('link', 'link'), ('train/', 'folder'), ('train/a.txt', 'file')]
     """
     entries: list[TreeEntry] = []
     top = os.fspath(root)
+    followed = set(follow)
 
-    def listing(directory: str, relative: str) -> list[os.DirEntry[str]]:
+    def listing(directory: str, relative: str, kind: str = "folder") -> list[os.DirEntry[str]]:
         try:
             with os.scandir(directory) as scan:
                 found = list(scan)
         except OSError as error:
             entries.append(TreeEntry(relative, "unlistable", error.strerror or str(error)))
             return []
+        if kind:
+            entries.append(TreeEntry(relative, kind))
         found.sort(key=lambda entry: entry.name)
         return found
 
-    stack: list[tuple[str, Any]] = [("", iter(listing(top, "")))]
+    stack: list[tuple[str, Any]] = [("", iter(listing(top, "", "")))]
     while stack:
         prefix, iterator = stack[-1]
         for entry in iterator:
@@ -206,6 +230,10 @@ def walk_tree(root: str | os.PathLike[str]) -> list[TreeEntry]:
                     target = os.readlink(entry.path)
                 except OSError as error:
                     target = f"? ({error.strerror})"
+                if not prefix and entry.name in followed and os.path.isdir(entry.path):
+                    entries.append(TreeEntry(relative, "followed", target))
+                    stack.append((relative + "/", iter(listing(entry.path, relative + "/", ""))))
+                    break
                 entries.append(TreeEntry(relative, "link", target))
             elif stat.S_ISDIR(mode):
                 stack.append((relative + "/", iter(listing(entry.path, relative + "/"))))
@@ -316,6 +344,8 @@ def plan_tree(
     top = os.fspath(root)
     walked = list(entries)
     taken: set[str] = set(reserved)
+    # Every folder keeps its name: no file may be planned where one is.
+    taken.update(e.relative.rstrip("/") for e in walked if e.kind in _FOLDER_KINDS)
     images = _plan_images(top, cleaned, split_folders, taken)
     planned = {item.old_path: item for item in images}
     split_of_folder = {folder: split for split, folder in split_folders.items()}
@@ -371,7 +401,16 @@ def _plan_other(
 ) -> PlannedEntry:
     """An entry the audit did not take: copied as it is, or skipped with the reason."""
     split = split_of_folder.get(entry.relative.split("/", 1)[0], "")
+    if entry.kind == "followed":
+        reason = (
+            f"split folder is a symbolic link (to {entry.detail}); followed: its files were "
+            "scanned and are written here as a real folder"
+        )
+        return PlannedEntry(entry.relative, entry.relative + "/", split, split, "followed",
+                            reason=reason)  # fmt: skip
     split = split if "/" in entry.relative else ""
+    if entry.kind == "folder":
+        return PlannedEntry(entry.relative, entry.relative, split, split, "folder")
     if entry.kind == "unlistable":
         reason = f"folder could not be listed: {entry.detail}"
         return PlannedEntry(entry.relative, "", split, "", "skipped", reason=reason)
@@ -401,6 +440,8 @@ def _plan_link(
     inside, reason = _resolve_inside(os.path.realpath(top), top, item.old_path)
     if inside is None:
         return skipped(reason)
+    if inside == item.old_path:  # it was a link when listed, a file when resolved
+        return skipped("changed while being read (resolves to itself); not written")
     destination = planned.get(inside)
     left_out = destination is None or not destination.new_path
     if destination is not None and left_out and kinds.get(inside) != "file":
@@ -409,6 +450,8 @@ def _plan_link(
         # The target is left out of NEW_ROOT: keep what the link showed, as a file.
         return replace(item, source=inside, reason="link target left out; written as a copy of it")
     new_target = destination.new_path if destination is not None else inside
+    if new_target == item.new_path:
+        return skipped("symbolic link to itself; not written")
     link = os.path.relpath(new_target or ".", os.path.dirname(item.new_path) or ".")
     return replace(
         item,
@@ -478,23 +521,37 @@ def check_tree_target(root: Path, out: Path, *, replace: bool) -> None:
 # ------------------------------------------------------------------ writing
 
 
-def _copy_regular(source: str, target: str) -> str | None:
-    """Copy the regular file at ``source`` to a new file ``target``; return why not, or None.
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+#: Sources are reached through directory descriptors where the platform allows it.
+_DIR_FD = bool(_O_DIRECTORY and _O_NOFOLLOW) and {os.open, os.stat, os.link} <= os.supports_dir_fd
 
-    Problems with the source (gone, unreadable, not a regular file) are returned;
-    problems writing the target (disk full) are raised.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+def _open_source(opener: Callable[[int], int], source: str) -> tuple[int, str | None]:
+    """Open ``source`` for reading with ``opener(flags)``; return (descriptor, why not)."""
     try:
-        descriptor = os.open(source, flags | getattr(os, "O_CLOEXEC", 0))
+        descriptor = opener(os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
     except OSError as error:
         if error.errno == errno.ELOOP:
-            return "became a symbolic link; not followed"
-        return f"cannot be read: {error.strerror}"
+            return -1, "became a symbolic link; not followed"
+        return -1, f"cannot be read: {error.strerror}"
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(descriptor)
+        return -1, f"{_other_kind(info.st_mode)}; only regular files are copied"
+    return descriptor, None
+
+
+def _copy_from(descriptor: int, target: str) -> str | None:
+    """Copy the open regular file to a new file ``target`` (closes the descriptor).
+
+    Problems reading the source are returned; problems writing the target (disk
+    full) are raised.
+    """
     with os.fdopen(descriptor, "rb") as reader:
         info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            return f"{_other_kind(info.st_mode)}; only regular files are copied"
         writer_fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(writer_fd, "wb") as writer:
             remaining = info.st_size  # never more than the file declared (it may grow)
@@ -519,32 +576,149 @@ if hasattr(errno, "EOPNOTSUPP"):
     _LINK_FALLBACK.add(errno.EOPNOTSUPP)
 
 
-def _place(entry: PlannedEntry, root: str, staging: str, link: bool) -> tuple[str, str | None]:
+class _SourceTree:
+    """ROOT, opened once; its files reached through directory descriptors.
+
+    Every folder on a file's path is opened relative to its parent's descriptor
+    with ``O_NOFOLLOW``, so a folder swapped for a symbolic link after the
+    listing cannot redirect a read (the open fails instead). The only links
+    followed are the top-level split folders in ``followed``.
+    """
+
+    def __init__(self, root: str, followed: set[str]) -> None:
+        self.root = root
+        self.followed = followed
+        self.fd = os.open(root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC) if _DIR_FD else -1
+        self._folder: str | None = None
+        self._folder_fd = -1
+
+    def close(self) -> None:
+        self._forget()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _forget(self) -> None:
+        if self._folder_fd >= 0:
+            os.close(self._folder_fd)
+        self._folder, self._folder_fd = None, -1
+
+    def parent(self, relative: str) -> tuple[int, str]:
+        """The descriptor of the folder holding ``relative`` (kept open), and its name."""
+        folder, _, name = relative.rpartition("/")
+        if folder != self._folder:
+            self._forget()
+            self._folder_fd, self._folder = self._open_folder(folder), folder
+        return self._folder_fd, name
+
+    def _open_folder(self, folder: str) -> int:
+        current = os.dup(self.fd)
+        for i, part in enumerate(folder.split("/") if folder else []):
+            flags = os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC
+            if not (i == 0 and part in self.followed):
+                flags |= _O_NOFOLLOW
+            try:
+                opened = os.open(part, flags, dir_fd=current)
+            finally:
+                os.close(current)
+            current = opened
+        return current
+
+    def place(self, source: str, target: str, link: bool) -> tuple[str, str | None]:
+        """Hard-link or copy the regular file ``source`` (relative to ROOT) to ``target``."""
+        if not _DIR_FD:
+            return self._place_by_path(source, target, link)
+        try:
+            parent, name = self.parent(source)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                return "", "a folder on its path is no longer a folder; no link is followed"
+            if error.errno == errno.ENOENT:
+                return "", "vanished during the run"
+            return "", f"cannot be read: {error.strerror}"
+        if link:
+            try:
+                info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except OSError as error:
+                if error.errno == errno.ENOENT:
+                    return "", "vanished during the run"
+                return "", f"cannot be read: {error.strerror}"
+            if not stat.S_ISREG(info.st_mode):
+                return "", f"{_other_kind(info.st_mode)}; only regular files are copied"
+            try:
+                os.link(name, target, src_dir_fd=parent, follow_symlinks=False)
+            except OSError as error:
+                if error.errno == errno.ENOENT:
+                    return "", "vanished during the run"
+                if error.errno not in _LINK_FALLBACK:
+                    raise
+            else:
+                now = os.lstat(target)
+                if stat.S_ISREG(now.st_mode) and (now.st_dev, now.st_ino) == (
+                    info.st_dev,
+                    info.st_ino,
+                ):
+                    return "linked", None
+                os.unlink(target)  # swapped between the check and the link
+                return "", "changed during the run (swapped for another entry); not written"
+        descriptor, problem = _open_source(lambda flags: os.open(name, flags, dir_fd=parent), "")
+        if problem is not None:
+            return "", problem
+        problem = _copy_from(descriptor, target)
+        return ("copied", None) if problem is None else ("", problem)
+
+    def _place_by_path(self, source: str, target: str, link: bool) -> tuple[str, str | None]:
+        """Where descriptors relative to a folder are not available (Windows)."""
+        path = os.path.join(self.root, source)
+        parts = source.split("/")
+        for depth in range(1, len(parts)):
+            if depth == 1 and parts[0] in self.followed:
+                continue
+            if os.path.islink(os.path.join(self.root, *parts[:depth])):
+                return "", "a folder on its path is no longer a folder; no link is followed"
+        try:
+            info = os.lstat(path)
+        except OSError as error:
+            return "", f"cannot be read: {error.strerror}"
+        if not stat.S_ISREG(info.st_mode):
+            return "", f"{_other_kind(info.st_mode)}; only regular files are copied"
+        if link:
+            try:
+                os.link(path, target, follow_symlinks=False)
+                return "linked", None
+            except OSError as error:
+                if error.errno == errno.ENOENT:
+                    return "", "vanished during the run"
+                if error.errno not in _LINK_FALLBACK:
+                    raise
+        descriptor, problem = _open_source(lambda flags: os.open(path, flags), path)
+        if problem is not None:
+            return "", problem
+        problem = _copy_from(descriptor, target)
+        return ("copied", None) if problem is None else ("", problem)
+
+
+def _resolves_to_itself(new_path: str, link_to: str) -> bool:
+    folder = os.path.dirname(new_path)
+    return os.path.normpath(os.path.join(folder, link_to)) == os.path.normpath(new_path)
+
+
+def _place(
+    entry: PlannedEntry, sources: _SourceTree, staging: str, link: bool
+) -> tuple[str, str | None]:
     """Write one entry into the staging tree; return (how, problem with the source)."""
     target = os.path.join(staging, entry.new_path)
+    if entry.action in ("folder", "followed"):
+        os.makedirs(target, exist_ok=True)
+        return "folder", None
     os.makedirs(os.path.dirname(target), exist_ok=True)
     if entry.link_to is not None:
+        if _resolves_to_itself(entry.new_path, entry.link_to):
+            return "", "symbolic link to itself; not written"
         os.symlink(entry.link_to, target)
         return "symlink", None
     assert entry.source is not None
-    source = os.path.join(root, entry.source)
-    try:
-        info = os.lstat(source)
-    except OSError as error:
-        return "", f"cannot be read: {error.strerror}"
-    if not stat.S_ISREG(info.st_mode):
-        return "", f"{_other_kind(info.st_mode)}; only regular files are copied"
-    if link:
-        try:
-            os.link(source, target, follow_symlinks=False)
-            return "linked", None
-        except OSError as error:
-            if error.errno == errno.ENOENT:
-                return "", "vanished during the run"
-            if error.errno not in _LINK_FALLBACK:
-                raise
-    problem = _copy_regular(source, target)
-    return ("copied", None) if problem is None else ("", problem)
+    return sources.place(entry.source, target, link)
 
 
 def _process_alive(pid: int) -> bool:
@@ -557,23 +731,42 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_partials(out: Path) -> list[Path]:
+def _has_marker(folder: Path) -> bool:
+    """``folder`` holds the marker :func:`write_tree` writes in its staging folders."""
+    try:
+        descriptor = os.open(folder / _MARKER, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        return handle.read(len(_MARKER_TEXT) + 1) == _MARKER_TEXT
+
+
+def remove_stale_partials(out: Path, root: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove unfinished builds of ``out`` left by runs that were killed; return them.
 
-    Only folders named like this module's own staging folders, whose process
-    has ended, are removed.
+    Only this module's own staging folders are removed: named like one, with a
+    process id that has ended, a real folder (not a symbolic link) holding the
+    marker file written at its creation, and neither ROOT, inside it, nor
+    containing it.
     """
     removed: list[Path] = []
     if not out.parent.is_dir():
         return removed
+    real_root = Path(os.path.realpath(root)) if root is not None else None
     for prefix in (f".{out.name}{_PARTIAL}", f".{out.name}{_OLD}"):
-        for candidate in out.parent.glob(prefix + "*"):
+        for candidate in sorted(out.parent.glob(prefix + "*")):
             pid_text = candidate.name[len(prefix) :].split("-", 1)[0]
             if not pid_text.isdigit() or _process_alive(int(pid_text)):
                 continue
-            if candidate.is_dir() and not candidate.is_symlink():
-                shutil.rmtree(candidate, ignore_errors=True)
-                removed.append(candidate)
+            if candidate.is_symlink() or not candidate.is_dir() or not _has_marker(candidate):
+                continue
+            real = Path(os.path.realpath(candidate))
+            if real_root is not None and (is_within(real, real_root) or is_within(real_root, real)):
+                continue
+            shutil.rmtree(candidate, ignore_errors=True)
+            removed.append(candidate)
     return removed
 
 
@@ -594,21 +787,19 @@ def _exchange(first: Path, second: Path) -> bool:
     return True
 
 
-def _install(staging: Path, out: Path) -> None:
-    """Put the finished staging tree at ``out`` (replacing an empty or earlier one)."""
-    if not out.exists():
-        os.rename(staging, out)
+def _install(tree: Path, shell: Path, out: Path) -> None:
+    """Put the finished ``tree`` at ``out`` (replacing an empty or earlier one).
+
+    An earlier output ends up inside ``shell`` (the staging folder, with its
+    marker), which the caller removes.
+    """
+    if not out.exists() or not any(out.iterdir()):
+        os.rename(tree, out)  # rename(2) replaces an empty folder
         return
-    if not any(out.iterdir()):
-        os.rename(staging, out)  # rename(2) replaces an empty folder
-        return
-    if _exchange(staging, out):
-        shutil.rmtree(staging)  # now the earlier output
-        return
-    aside = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}{_OLD}{os.getpid()}-"))
-    os.rename(out, aside / "old")
-    os.rename(staging, out)
-    shutil.rmtree(aside)
+    if _exchange(tree, out):
+        return  # the earlier output is now at ``tree``
+    os.rename(out, shell / "old")
+    os.rename(tree, out)
 
 
 def manifest_inside(out: Path, manifest: str | os.PathLike[str] | None) -> str | None:
@@ -619,6 +810,39 @@ def manifest_inside(out: Path, manifest: str | os.PathLike[str] | None) -> str |
     if is_within(resolved, real_out) and resolved != real_out:
         return resolved.relative_to(real_out).as_posix()
     return None
+
+
+def _csv_field(value: Any) -> str:
+    """One CSV field: quoted when it holds a comma, a quote, a CR or an LF (RFC 4180)."""
+    text = "" if value is None else str(value)
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def write_manifest(handle: IO[str], entries: Iterable[PlannedEntry]) -> None:
+    """Write the manifest rows as CSV to the text ``handle`` (opened with ``newline=""``).
+
+    Written field by field, not through pandas: a name that is not valid UTF-8
+    (kept as surrogates, written back as its bytes by a ``surrogateescape``
+    handle) never meets an Arrow string column, and every field holding a
+    carriage return or a line feed is quoted, so each row reads back as one row
+    with Python's csv module and with :func:`pandas.read_csv`.
+
+    Examples
+    --------
+    >>> import io
+    >>> buffer = io.StringIO()
+    >>> write_manifest(buffer, [PlannedEntry("a\\rb.jpg", "a\\rb.jpg", "train", "train", "kept")])
+    >>> buffer.getvalue().split("\\n")[1]
+    '"a\\rb.jpg","a\\rb.jpg",train,train,kept,,'
+    """
+    handle.write(",".join(MANIFEST_COLUMNS) + "\n")
+    for entry in entries:
+        row = entry.row()
+        group = row["group_id"]
+        row["group_id"] = "" if group is None or pd.isna(group) else int(group)
+        handle.write(",".join(_csv_field(row[name]) for name in MANIFEST_COLUMNS) + "\n")
 
 
 def write_tree(
@@ -633,32 +857,42 @@ def write_tree(
     """Write NEW_ROOT from ``plan``, all or nothing, and its manifest last.
 
     The tree is built in a hidden folder beside ``out``
-    (``.NAME.leakaudit-partial-PID-...``) and renamed into place once complete,
-    with the manifest inside it (or, with ``manifest=FILE``, written to FILE
-    right after, by rename). On any error, or an interrupt, the partial folder
-    is removed and :class:`CleanTreeError` (or the interrupt) is raised; a
-    ``kill -9`` leaves only the hidden folder, which the next run removes.
-    Call :func:`check_tree_target` first.
+    (``.NAME.leakaudit-partial-PID-...``, holding a marker file and the tree)
+    and renamed into place once complete, with the manifest inside it (or, with
+    ``manifest=FILE``, written to FILE right after, by rename). On any error,
+    or an interrupt, the partial folder is removed and :class:`CleanTreeError`
+    (or the interrupt) is raised; a ``kill -9`` leaves only the hidden folder,
+    which the next run removes (only folders with the marker are removed, never
+    ROOT). Call :func:`check_tree_target` first.
 
-    Entries whose source turns out to be unreadable, or no longer a regular
-    file, are not written; their manifest row says ``skipped`` and why.
+    Files are read through directory descriptors opened without following
+    links (see :class:`_SourceTree`). Entries whose source turns out to be
+    unreadable, no longer a regular file, or reached through a folder that
+    became a link, are not written; their manifest row says ``skipped`` and why.
     """
     top = os.fspath(root)
     target = Path(out)
     summary = TreeWriteSummary(entries=[], manifest=Path())
-    summary.removed_partials = remove_stale_partials(target)
+    summary.removed_partials = remove_stale_partials(target, top)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(
+    shell = Path(
         tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}{_PARTIAL}{os.getpid()}-")
     )
+    staging = shell / "tree"
+    sources: _SourceTree | None = None
     try:
+        marker = os.open(shell / _MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600)
+        with os.fdopen(marker, "wb") as handle:
+            handle.write(_MARKER_TEXT)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 is not what a new folder gets
+        staging.mkdir(0o777 & ~umask)  # mkdtemp's 0700 is not what a new folder gets
+        followed = {entry.old_path for entry in plan if entry.action == "followed"}
+        sources = _SourceTree(top, followed)
         final: list[PlannedEntry] = []
         for entry in plan:
             if entry.new_path:
-                how, problem = _place(entry, top, os.fspath(staging), link)
+                how, problem = _place(entry, sources, os.fspath(staging), link)
                 if problem is not None:
                     entry = replace(
                         entry,
@@ -675,26 +909,27 @@ def write_tree(
                 if on_progress is not None:
                     on_progress()
             final.append(entry)
-        frame = pd.DataFrame([entry.row() for entry in final], columns=MANIFEST_COLUMNS)
-        frame["group_id"] = frame["group_id"].astype("Int64")
+        sources.close()
         summary.entries = final
         inside = manifest_inside(target, manifest)
         if inside is not None:
             summary.manifest = target / inside
             (staging / inside).parent.mkdir(parents=True, exist_ok=True)
             with atomic_open(staging / inside, errors="surrogateescape", newline="") as fh:
-                frame.to_csv(fh, index=False)
-            _install(staging, target)
+                write_manifest(fh, final)
+            _install(staging, shell, target)
         else:
             assert manifest is not None  # manifest_inside returns a path for None
             summary.manifest = Path(manifest)
             with atomic_open(manifest, errors="surrogateescape", newline="") as fh:
-                frame.to_csv(fh, index=False)
+                write_manifest(fh, final)
                 fh.flush()
-                _install(staging, target)  # the manifest appears right after the tree
+                _install(staging, shell, target)  # the manifest appears right after the tree
     except BaseException as error:
+        if sources is not None:
+            sources.close()
         with contextlib.suppress(OSError):
-            shutil.rmtree(staging)
+            shutil.rmtree(shell)
         if isinstance(error, OSError) and not isinstance(error, CleanTreeError):
             where = f" ({error.filename})" if error.filename else ""
             raise CleanTreeError(
@@ -703,4 +938,6 @@ def write_tree(
                 f"written there (the partial copy was removed)",
             ) from error
         raise
+    with contextlib.suppress(OSError):
+        shutil.rmtree(shell)  # the marker, and an earlier output that was replaced
     return summary

@@ -495,6 +495,8 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
                 check_output_path(folder, option=name, protected=protected, is_folder=True)
     except OutputPathError as error:
         raise UsageError(str(error)) from None
+    if getattr(args, "cache_dir", None) is None and getattr(args, "no_cache", True) is False:
+        _check_default_cache(protected)
     hashes_out: Path | None = getattr(args, "hashes_out", None)
     if hashes_out is not None:
         from leakaudit.shards import check_new_shard_folder, require_pyarrow
@@ -504,6 +506,34 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
             check_new_shard_folder(hashes_out, option="--hashes-out")
         except (ImportError, OSError) as error:
             raise UsageError(str(error)) from None
+
+
+def _check_default_cache(protected: Sequence[Path]) -> None:
+    """Refuse a default cache folder inside the dataset, as ``--cache-dir`` there is refused.
+
+    The folder ``$LEAKAUDIT_CACHE_DIR`` or ``$XDG_CACHE_HOME`` sets is checked
+    like the one ``--cache-dir`` names: the cache would write into ROOT.
+    """
+    from leakaudit.cache import CACHE_DIR_ENV, default_cache_dir
+    from leakaudit.safe_io import is_within
+
+    folder = default_cache_dir()
+    resolved = folder.resolve()
+    for top in protected:
+        if is_within(resolved, Path(top).resolve()):
+            source = (
+                f"${CACHE_DIR_ENV}"
+                if os.environ.get(CACHE_DIR_ENV)
+                else "$XDG_CACHE_HOME"
+                if os.path.isabs(os.environ.get("XDG_CACHE_HOME", ""))
+                else "the default"
+            )
+            raise UsageError(
+                f"the hash cache folder {printable(str(folder))} (set by {source}) must be "
+                f"outside the dataset ({printable(str(top))}); it is inside it. Point "
+                f"{source if source != 'the default' else CACHE_DIR_ENV} elsewhere, or pass "
+                "--cache-dir DIR or --no-cache"
+            )
 
 
 def _progress(args: argparse.Namespace) -> bool | None:
@@ -976,9 +1006,21 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     print(report.to_text())
     assert report.table is not None  # audit_splits always returns its table
     cleaned = clean_splits(report.table, priority, policy=args.policy)
+    # A split folder that is a symbolic link out of ROOT (a split on another disk) was
+    # scanned: its files are written to NEW_ROOT in a real folder (manifest: "followed").
+    from leakaudit.safe_io import is_within
+
+    real_root = root.resolve()
+    follow = [
+        folder.name
+        for folder in splits.values()
+        if folder.is_symlink()
+        and not is_within(folder.resolve(), real_root)
+        and not is_within(real_root, folder.resolve())
+    ]
     plan = plan_tree(
         root,
-        walk_tree(root),
+        walk_tree(root, follow=follow),
         cleaned,
         {name: folder.name for name, folder in splits.items()},
         # The default manifest's place is ours: a ROOT file there moves aside. One the user

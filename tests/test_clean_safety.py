@@ -567,3 +567,258 @@ def test_internal_errors_are_not_exit_1(
     monkeypatch.setattr(cli, "audit_splits", out_of_memory)
     assert main(["scan", str(root), "--quiet"]) == 2
     assert "out of memory" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- issue 23
+
+
+def _manifest_rows(path: Path) -> list[dict[str, str]]:
+    """The manifest through Python's csv module (names kept as their bytes)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_clean_never_removes_root_named_like_a_partial(root: Path, tmp_path: Path) -> None:
+    """`cp -r ds .new.leakaudit-partial-999999-x; clean it --out new` deleted ROOT."""
+    import shutil
+
+    from leakaudit.cleantree import _MARKER, _MARKER_TEXT
+
+    disguised = tmp_path / ".new.leakaudit-partial-999999-x"
+    shutil.copytree(root, disguised, symlinks=True)
+    # A look-alike with a dead PID but no marker: not ours, kept.
+    decoy = tmp_path / ".new.leakaudit-partial-999998-y"
+    decoy.mkdir()
+    (decoy / "mine.txt").write_text("mine")
+    # A leftover with the marker that holds the ROOT being cleaned: kept.
+    holder = tmp_path / ".new.leakaudit-partial-999997-z"
+    shutil.copytree(root, holder / "tree")
+    (holder / _MARKER).write_bytes(_MARKER_TEXT)
+    # A link named like a leftover, to a folder with the marker: never followed.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / _MARKER).write_bytes(_MARKER_TEXT)
+    (tmp_path / ".new.leakaudit-partial-999996-v").symlink_to(elsewhere)
+    # A real leftover of a killed run: removed.
+    stale = tmp_path / ".new.leakaudit-partial-999995-w"
+    (stale / "tree").mkdir(parents=True)
+    (stale / _MARKER).write_bytes(_MARKER_TEXT)
+    before = {path: _snapshot(path) for path in (disguised, decoy, holder, elsewhere)}
+    out = tmp_path / "new"
+    assert _clean(holder / "tree", out) == 0
+    assert not stale.exists()
+    for path, snapshot in before.items():
+        assert_unchanged(snapshot, path, out)
+    assert _clean(disguised, out, "--force") == 0
+    for path in (disguised, decoy, elsewhere):
+        assert_unchanged(before[path], path, out)
+    assert (tmp_path / ".new.leakaudit-partial-999996-v").is_symlink()
+    assert (out / "train" / "cat" / "a1.jpg").is_file()
+    assert len(_manifest_rows(out / MANIFEST_NAME)) == len(walk_tree(disguised))
+
+
+def _class_tree(top: Path) -> None:
+    """train and test with classes ant, bee, cat, dog; test/ant holds only a leak; dog is empty."""
+    for i, name in enumerate(["ant", "bee", "cat"]):
+        _write_image(top / "train" / name / f"t{i}.jpg", i)
+        _write_image(top / "train" / name / f"u{i}.jpg", 10 + i)
+    (top / "test" / "ant").mkdir(parents=True)
+    (top / "test" / "ant" / "t0.jpg").write_bytes(
+        imagegen.encode(imagegen.photo_like(0), "JPEG", quality=60)
+    )  # a re-encode of train/ant/t0.jpg: moves to train, test/ant is left empty
+    _write_image(top / "test" / "bee" / "s1.jpg", 201)
+    _write_image(top / "test" / "cat" / "s2.jpg", 202)
+    (top / "train" / "dog").mkdir()  # empty already
+    (top / "test" / "dog").mkdir()
+    (top / "train" / "bee" / "nested" / "empty").mkdir(parents=True)
+
+
+def test_every_folder_is_kept_so_class_indices_do_not_change(tmp_path: Path) -> None:
+    # allow_empty (an empty class folder) came with torchvision 0.17.
+    pytest.importorskip("torchvision", minversion="0.17")
+    from torchvision.datasets import ImageFolder
+
+    top = tmp_path / "ds"
+    _class_tree(top)
+    before = _snapshot(top)
+    indices = {
+        split: ImageFolder(str(top / split), allow_empty=True).class_to_idx
+        for split in ("train", "test")
+    }
+    out = tmp_path / "new"
+    assert _clean(top, out) == 0
+    assert_unchanged(before, top, out)
+    for split in ("train", "test"):
+        assert ImageFolder(str(out / split), allow_empty=True).class_to_idx == indices[split]
+    assert list((out / "test" / "ant").iterdir()) == []  # its image moved to train
+    assert (out / "train" / "bee" / "nested" / "empty").is_dir()
+    rows = {row["old_path"]: row for row in _manifest_rows(out / MANIFEST_NAME)}
+    assert len(rows) == len(walk_tree(top))
+    for folder in ("train/", "test/", "test/ant/", "test/dog/", "train/bee/nested/empty/"):
+        assert rows[folder]["action"] == "folder" and rows[folder]["new_path"] == folder
+    assert rows["test/ant/t0.jpg"]["action"] == "moved"
+
+
+def test_split_folder_linked_elsewhere_is_followed_and_said_so(root: Path, tmp_path: Path) -> None:
+    import shutil
+
+    elsewhere = tmp_path / "other-disk"
+    elsewhere.mkdir()
+    shutil.move(root / "test", elsewhere / "test")
+    (root / "test").symlink_to(elsewhere / "test")
+    (elsewhere / "test" / "cat" / "notes.txt").write_text("notes")
+    (elsewhere / "test" / "empty").mkdir()
+    before, before_elsewhere = _snapshot(root), _snapshot(elsewhere)
+    out = tmp_path / "out"
+    assert _clean(root, out) == 0
+    assert_unchanged(before, root, out)
+    assert_unchanged(before_elsewhere, elsewhere, out)
+    rows = {row["old_path"]: row for row in _manifest_rows(out / MANIFEST_NAME)}
+    assert rows["test"]["action"] == "followed"
+    assert rows["test"]["new_path"] == "test/"
+    assert "symbolic link" in rows["test"]["reason"] and "followed" in rows["test"]["reason"]
+    assert "not followed" not in rows["test"]["reason"]
+    # A real folder with regular files; every entry behind the link has its row.
+    assert (out / "test").is_dir() and not (out / "test").is_symlink()
+    assert rows["test/cat/b1.jpg"]["action"] == "kept"
+    assert (out / "test" / "cat" / "b1.jpg").is_file()
+    assert not (out / "test" / "cat" / "b1.jpg").is_symlink()
+    assert rows["test/cat/a0.jpg"]["action"] == "moved"
+    assert rows["test/cat/notes.txt"]["action"] == "unaudited"
+    assert rows["test/empty/"]["action"] == "folder" and (out / "test" / "empty").is_dir()
+    assert sorted(rows) == sorted(e.relative for e in walk_tree(root, follow=["test"]))
+
+
+@pytest.mark.parametrize("link", [True, False])
+def test_a_folder_swapped_for_a_link_after_planning_is_not_followed(
+    root: Path, tmp_path: Path, link: bool
+) -> None:
+    """Swapping root/train/zz for a link to a private folder once planned reads nothing there."""
+    from leakaudit.cleantree import plan_tree, write_tree
+
+    zz = root / "train" / "zz"
+    zz.mkdir()
+    (zz / "key.txt").write_text("public notes")
+    _write_image(zz / "z.jpg", 40)
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "key.txt").write_text("-----BEGIN PRIVATE KEY-----")
+    _write_image(private / "z.jpg", 41)
+    splits = {"train": root / "train", "test": root / "test"}
+    report = leakaudit.audit_splits(splits, workers=1, cache=False, root=root)
+    assert report.table is not None
+    cleaned = leakaudit.clean_splits(report.table, ["train", "test"])
+    plan = plan_tree(root, walk_tree(root), cleaned, {"train": "train", "test": "test"})
+    # The swap, after the plan and before the writing.
+    (root / "train" / "zz").rename(tmp_path / "zz-aside")
+    (root / "train" / "zz").symlink_to(private)
+    before = _snapshot(root)
+    out = tmp_path / "out"
+    summary = write_tree(plan, root, out, link=link)
+    assert_unchanged(before, root, out)
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert b"PRIVATE KEY" not in path.read_bytes(), path
+    private_inode = os.stat(private / "z.jpg").st_ino
+    assert all(os.lstat(p).st_ino != private_inode for p in out.rglob("*"))
+    rows = {entry.old_path: entry for entry in summary.entries}
+    for name in ("train/zz/key.txt", "train/zz/z.jpg"):
+        assert rows[name].action == "skipped"
+        assert "no longer a folder" in rows[name].reason
+
+
+def test_a_link_that_resolves_to_itself_is_not_written(root: Path, tmp_path: Path) -> None:
+    """Listed as a link, found a file when resolved (a swap): never `f.txt -> f.txt`."""
+    from leakaudit.cleantree import TreeEntry, plan_tree, write_tree
+
+    (root / "train" / "f.txt").write_text("f")
+    report = leakaudit.audit_splits(
+        {"train": root / "train", "test": root / "test"}, workers=1, cache=False, root=root
+    )
+    assert report.table is not None
+    cleaned = leakaudit.clean_splits(report.table, ["train", "test"])
+    entries = [
+        TreeEntry(e.relative, "link", "f.txt") if e.relative == "train/f.txt" else e
+        for e in walk_tree(root)
+    ]
+    plan = plan_tree(root, entries, cleaned, {"train": "train", "test": "test"})
+    row = next(entry for entry in plan if entry.old_path == "train/f.txt")
+    assert row.action == "skipped" and row.link_to is None
+    before = _snapshot(root)
+    out = tmp_path / "out"
+    write_tree(plan, root, out)
+    assert_unchanged(before, root, out)
+    assert not (out / "train" / "f.txt").is_symlink()
+
+
+@pytest.mark.parametrize("variable", ["LEAKAUDIT_CACHE_DIR", "XDG_CACHE_HOME"])
+@pytest.mark.parametrize("command", ["scan", "clean", "compare"])
+def test_a_cache_folder_set_inside_the_dataset_is_refused(
+    root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    variable: str,
+) -> None:
+    if variable == "XDG_CACHE_HOME":
+        monkeypatch.delenv("LEAKAUDIT_CACHE_DIR", raising=False)
+    monkeypatch.setenv(variable, str(root / "test" / "cache"))
+    before = _snapshot(root)
+    if command == "compare":
+        argv = ["compare", str(root / "train"), str(root / "test")]
+    else:
+        argv = [command, str(root)]
+    if command == "clean":
+        argv += ["--out", str(tmp_path / "o")]
+    assert main([*argv, "--quiet", "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "inside" in err and f"${variable}" in err and err.count("\n") == 1
+    assert_unchanged(before, root)
+    assert not (tmp_path / "o").exists()
+    # --no-cache, or --cache-dir elsewhere, runs.
+    assert main([*argv, "--quiet", "--workers", "1", "--no-cache"]) in (0, 1)
+    assert_unchanged(before, root, tmp_path / "o")
+
+
+def test_manifest_rows_survive_cr_and_lf_in_names(root: Path, tmp_path: Path) -> None:
+    import csv
+
+    (root / "test" / "cat" / "x\rforged,kept.txt").write_text("cr")
+    (root / "test" / "cat" / "y\nforged.txt").write_text("lf")
+    (root / "train" / "cat" / 'q"uote\r\n.txt').write_text("both")
+    _write_image(root / "test" / "cat" / "img\r.jpg", 300)
+    before = _snapshot(root)
+    out = tmp_path / "out"
+    assert _clean(root, out) == 0
+    assert_unchanged(before, root, out)
+    expected = sorted(e.relative for e in walk_tree(root))
+    with open(out / MANIFEST_NAME, encoding="utf-8", newline="") as handle:
+        with_csv = list(csv.DictReader(handle))
+    with_pandas = pd.read_csv(out / MANIFEST_NAME, keep_default_na=False, dtype=str)
+    assert sorted(row["old_path"] for row in with_csv) == expected
+    assert sorted(with_pandas["old_path"]) == expected
+    assert list(with_pandas.columns) == list(with_csv[0])
+    rows = {row["old_path"]: row for row in with_csv}
+    assert rows["test/cat/img\r.jpg"]["action"] == "kept"
+    assert (out / rows["test/cat/x\rforged,kept.txt"]["new_path"]).read_text() == "cr"
+
+
+def test_non_utf8_names_reach_the_manifest_with_pyarrow(root: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    if sys.platform in ("darwin", "win32"):
+        pytest.skip("the file system keeps only valid Unicode names")
+    raw = os.fsdecode(b"\xff-photo.jpg")
+    _write_image(root / "test" / "cat" / raw, 400)
+    _write_image(root / "train" / "cat" / os.fsdecode(b"\xfe.jpg"), 2)  # a copy of a2.jpg
+    before = _snapshot(root)
+    out = tmp_path / "out"
+    assert _clean(root, out) == 0
+    assert_unchanged(before, root, out)
+    rows = {row["old_path"]: row for row in _manifest_rows(out / MANIFEST_NAME)}
+    assert sorted(rows) == sorted(e.relative for e in walk_tree(root))
+    assert rows[f"test/cat/{raw}"]["action"] == "kept"
+    assert os.fsencode(rows[f"test/cat/{raw}"]["new_path"]) == b"test/cat/\xff-photo.jpg"
+    assert (out / "test" / "cat" / raw).is_file()

@@ -219,6 +219,11 @@ def test_clean_moves_leaks_and_never_touches_root(
     assert _snapshot(tree) == before
     manifest = pd.read_csv(out / MANIFEST_NAME, keep_default_na=False)
     assert list(manifest.columns) == MANIFEST_COLUMNS
+    folders = manifest[manifest["action"] == "folder"]
+    assert sorted(folders["old_path"]) == sorted(folders["new_path"])
+    assert {"Test/", "Test/cat/", "Train/cat/", "VALIDATION/cat/"} <= set(folders["old_path"])
+    assert all((out / path).is_dir() for path in folders["new_path"])
+    manifest = manifest[manifest["action"] != "folder"]
     assert len(manifest) == 10  # 9 images + labels.txt
     moved = manifest[manifest["action"] == "moved"].sort_values("old_path")
     assert moved["old_path"].tolist() == ["Test/cat/t0.png", "VALIDATION/cat/t1_copy.png"]
