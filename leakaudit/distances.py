@@ -15,6 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit.frames import hash_values_from_frame
+from leakaudit.hashing import popcount64
 
 if TYPE_CHECKING:
     from leakaudit.hashing import OrientationHashes
@@ -54,7 +55,7 @@ def table_distances(
 def _distance(columns: list[NDArray[np.uint64]], i: NDArray[np.int64], j: NDArray[np.int64]) -> Any:
     result = np.zeros(np.broadcast(i, j).shape, dtype=np.int64)
     for values in columns:
-        result = np.maximum(result, np.bitwise_count(values[i] ^ values[j]).astype(np.int64))
+        result = np.maximum(result, popcount64(values[i] ^ values[j]).astype(np.int64))
     return result
 
 
@@ -109,7 +110,7 @@ class PairDistances:
         ib = self.start[b][pair] + offset % count_b[pair]
         distance = np.zeros(len(pair), dtype=np.int64)
         for values in self.entries:
-            distance = np.maximum(distance, np.bitwise_count(values[ia] ^ values[ib]))
+            distance = np.maximum(distance, popcount64(values[ia] ^ values[ib]))
         np.minimum.at(result, pair, distance)
         return result
 

@@ -684,7 +684,7 @@ def _max_pairwise(members: NDArray[np.uint64]) -> NDArray[np.int64]:
     step = max(1, _SPREAD_BLOCK // (s * s))
     for g0 in range(0, g, step):
         block = members[g0 : g0 + step]
-        distance = np.bitwise_count(block[:, :, None] ^ block[:, None, :])
+        distance = popcount64(block[:, :, None] ^ block[:, None, :])
         result[g0 : g0 + step] = distance.reshape(block.shape[0], -1).max(axis=1)
     return result
 

@@ -29,6 +29,7 @@ from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
 from leakaudit.distances import PairDistances, table_distances
 from leakaudit.export import evidence_text, split_table
+from leakaudit.hashing import popcount64
 from leakaudit.policy import DEFAULT_THRESHOLDS
 from leakaudit.report import EDGE_COLUMNS, TRANSITIVE, LeakageReport
 from leakaudit.safe_io import atomic_open
@@ -134,9 +135,7 @@ def _nearest_neighbours(
         block = queries[q0 : q0 + step]
         distance = np.zeros((len(block), n), dtype=np.uint8)
         for values in hashes:
-            np.maximum(
-                distance, np.bitwise_count(values[block, None] ^ values[None, :]), out=distance
-            )
+            np.maximum(distance, popcount64(values[block, None] ^ values[None, :]), out=distance)
         distance[np.arange(len(block)), block] = 255  # an image is not its own neighbour
         nearest[q0 : q0 + step] = distance.min(axis=1)
     return NearestNeighbourDistances(nearest, n, exact)
@@ -809,9 +808,7 @@ class _GroupCards:
             return {}
         first = np.array([a for a, _ in pairs], dtype=np.int64)
         second = np.array([b for _, b in pairs], dtype=np.int64)
-        each = [
-            np.bitwise_count(values[first] ^ values[second]).tolist() for values in self.columns
-        ]
+        each = [popcount64(values[first] ^ values[second]).tolist() for values in self.columns]
         linked = self.pair_distances(first, second).tolist()
         found = {}
         for k, pair in enumerate(pairs):

@@ -93,6 +93,7 @@ from numpy.typing import NDArray
 
 from leakaudit._memory import return_freed_memory
 from leakaudit._validation import check_choice, check_int, usable_cpu_count
+from leakaudit.hashing import popcount64
 
 __all__ = [
     "as_hash_array",
@@ -217,7 +218,7 @@ def pairs_within_brute_force(hashes: NDArray[np.uint64], threshold: int) -> NDAr
     rows = max(1, _BLOCK_ELEMENTS // max(n, 1))
     for i0 in range(0, n, rows):
         i1 = min(n, i0 + rows)
-        distance = np.bitwise_count(h[i0:i1, None] ^ h[None, i0:])
+        distance = popcount64(h[i0:i1, None] ^ h[None, i0:])
         ii, jj = np.nonzero(distance <= t)
         upper = jj > ii  # column jj is row i0 + jj, so this keeps j > i
         found.append(np.stack((ii[upper] + i0, jj[upper] + i0), axis=1).astype(np.int64))
@@ -457,7 +458,7 @@ class _Second:
     threshold: int
 
     def close(self, a: NDArray[np.uint64], b: NDArray[np.uint64]) -> NDArray[np.bool_]:
-        within: NDArray[np.bool_] = np.bitwise_count(a ^ b) <= self.threshold
+        within: NDArray[np.bool_] = popcount64(a ^ b) <= self.threshold
         return within
 
 
@@ -879,7 +880,7 @@ def _brute_unique_pairs(
     rows = max(1, _BLOCK_ELEMENTS // n)
     for i0 in range(0, n, rows):
         i1 = min(n, i0 + rows)
-        distance = np.bitwise_count(unique[i0:i1, None] ^ unique[None, i0:])
+        distance = popcount64(unique[i0:i1, None] ^ unique[None, i0:])
         ii, jj = np.nonzero(distance <= t)
         upper = jj > ii
         a, b = ii[upper].astype(np.int64) + i0, jj[upper].astype(np.int64) + i0
@@ -979,7 +980,7 @@ def _range_pairs(
         right = _concat_ranges(st, ln)
         values = np.repeat(sorted_hashes[lf], ln)
         values ^= sorted_hashes[right]
-        hit = np.flatnonzero(np.bitwise_count(values) <= t)
+        hit = np.flatnonzero(popcount64(values) <= t)
         del values
         if hit.size * 8 > right.size:  # dense hits (clumpy data): one sequential pass
             p, q = np.repeat(lf, ln)[hit], right[hit]
@@ -1047,7 +1048,7 @@ def _block_pairs(
             hashes_a = sorted_hashes[sa + np.minimum(offsets_a, ca - 1)]  # (A, k)
             hashes_b = sorted_hashes[sb + np.minimum(offsets_b, cb - 1)]  # (B, k)
             values = hashes_a[:, None, :] ^ hashes_b[None, :, :]
-            hit = np.flatnonzero(np.bitwise_count(values) <= t)
+            hit = np.flatnonzero(popcount64(values) <= t)
             del values, hashes_a, hashes_b
             if hit.size == 0:
                 continue
@@ -1531,7 +1532,7 @@ class _BandSearch:
             diff = self.sorted_hashes[p] ^ self.sorted_hashes[q]
             first = np.ones(p.size, dtype=np.bool_)
             for other_mask, other_radius in self.earlier:
-                first &= np.bitwise_count(diff & np.uint64(other_mask)) > other_radius
+                first &= popcount64(diff & np.uint64(other_mask)) > other_radius
             p, q = p[first], q[first]
         if self.components is not None and p.size:
             yield from _apart(self.components, self.order[p], self.order[q])
@@ -1622,7 +1623,7 @@ class _BandSearch:
         single = (count_a == 1) & (count_b == 1)
         if single.any():
             sa, sb = bucket_a[single], bucket_b[single]
-            near = np.bitwise_count(self.first_hash[sa] ^ self.first_hash[sb]) <= self.t
+            near = popcount64(self.first_hash[sa] ^ self.first_hash[sb]) <= self.t
             if self.second is not None and self.first_second is not None:
                 near &= self.second.close(self.first_second[sa], self.first_second[sb])
             close = np.flatnonzero(near)
@@ -1735,7 +1736,7 @@ class _BandSearch:
                 apart = (own < 0) | (own != bucket_component[found])
                 row, found = row[apart], found[apart]
             one = is_single[found]
-            close = one & (np.bitwise_count(member_hashes[row] ^ first_hash[found]) <= t)
+            close = one & (popcount64(member_hashes[row] ^ first_hash[found]) <= t)
             if second is not None and member_second is not None and first_second is not None:
                 close &= second.close(member_second[row], first_second[found])
             pairs = [(members[row[close]], self.starts[found[close]])]
@@ -1951,7 +1952,7 @@ def choose_plan(
         cost = 0.0
         for mask, radius in zip(masks, radii, strict=True):
             width = bin(mask).count("1")
-            distance = np.bitwise_count(differences & np.uint64(mask))
+            distance = popcount64(differences & np.uint64(mask))
             hits = int(np.count_nonzero(distance <= radius))
             uniform = sum(math.comb(width, k) for k in range(radius + 1)) / 2.0**width
             candidates = max(hits / sampled_pairs, uniform) * total_pairs

@@ -128,3 +128,16 @@ def test_every_install_hint_names_a_declared_extra() -> None:
     assert hints, "no install hints found: the pattern is out of date"
     unknown = [(name, extra) for name, extra in hints if not set(extra.split(",")) <= extras]
     assert not unknown, f"install hints naming no declared extra: {unknown}; extras are {extras}"
+
+
+def test_popcount_has_one_home() -> None:
+    """Issue 25.9 / 26.1: np.bitwise_count (numpy >= 2) is called only by hashing.popcount64."""
+    root = Path(__file__).resolve().parents[1]
+    callers = [
+        path.name
+        for folder in ("leakaudit", "adapters")
+        for path in sorted((root / folder).glob("*.py"))
+        if "np.bitwise_count(" in path.read_text() and path.name != "hashing.py"
+    ]
+    assert callers == []
+    assert (root / "leakaudit" / "hashing.py").read_text().count("np.bitwise_count(") == 1
