@@ -1854,9 +1854,7 @@ def verified_labels(
         linkable & (node == np.arange(n)),
     )
     size = np.bincount(first_entry[linkable & (node == np.arange(n))], minlength=n)
-    spoke = np.flatnonzero(
-        linkable & (node == np.arange(n)) & (first_entry != np.arange(n))
-    )
+    spoke = np.flatnonzero(linkable & (node == np.arange(n)) & (first_entry != np.arange(n)))
     spoke = spoke[size[first_entry[spoke]] > IDENTICAL_ALL_PAIRS_MAX]
     if len(spoke):
         star = verify_candidates(
