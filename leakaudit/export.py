@@ -100,7 +100,7 @@ PAIR_COLUMNS = [
 #: identical pairs (equal hashes: a placeholder copied thousands of times) number more than
 #: this many per member lists a spanning set in the pairs table, not every pair: 10,000
 #: copies of one image would be 50M rows (``listed`` is then ``"spanning"``).
-SPANNING_PAIRS_PER_MEMBER = 4
+SPANNING_PAIRS_PER_MEMBER = 25
 #: Values of the pairs table's ``stage`` column, cheapest evidence first.
 PAIR_STAGES = ("exact bytes", "hash", "dihedral hash", "embedding", "transitive")
 GROUP_COLUMNS = [
