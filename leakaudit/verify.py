@@ -474,6 +474,19 @@ def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image
     return Image.alpha_composite(base, rgba).convert("L")
 
 
+def _bytes_digest(data: bytes) -> int:
+    """The :attr:`View.digest` of an encoded image."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+def _image_digest(image: Image.Image) -> int:
+    """The :attr:`View.digest` of an in-memory image: its mode, size and pixels."""
+    h = hashlib.blake2b(digest_size=8)
+    h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
+    h.update(image.tobytes())
+    return int.from_bytes(h.digest(), "big")
+
+
 def load_view(
     source: Any,
     name: str,
@@ -506,13 +519,10 @@ def load_view(
     if isinstance(source, Image.Image):
         image = source
         lossless = _stored_losslessly(image)
-        h = hashlib.blake2b(digest_size=8)
-        h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
-        h.update(image.tobytes())
-        digest = int.from_bytes(h.digest(), "big")
+        digest = _image_digest(image)
     else:
         name, data = read_source(source, name, options)
-        digest = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+        digest = _bytes_digest(data)
         try:
             image = Image.open(io.BytesIO(data))
             declared_size = image.size
@@ -1780,6 +1790,52 @@ def _entry_codes(
     return np.where(count > 0, codes, -1).astype(np.int64)
 
 
+def _source_digest(source: Any, name: str, decode: DecodeOptions) -> int | None:
+    """The digest :func:`load_view` gives a source (None where it cannot be read)."""
+    try:
+        if isinstance(source, Image.Image):
+            return _image_digest(source)
+        _, data = read_source(source, name, decode)
+    except (ImageLoadError, OSError, ValueError, TypeError):
+        return None
+    return _bytes_digest(data)
+
+
+def _same_bytes(
+    sources: Sequence[Any],
+    names: Sequence[str],
+    rows: NDArray[np.int64],
+    within: NDArray[np.int64],
+    decode: DecodeOptions,
+    workers: int | None,
+) -> NDArray[np.int64]:
+    """Each of ``rows``' first row (of ``rows``) with the same bytes and the same ``within``.
+
+    Indexed by row (itself for rows not in ``rows`` and unreadable ones).
+    """
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+    def digest(row: int) -> int | None:
+        source = sources[row]
+        return None if source is None else _source_digest(source, names[row], decode)
+
+    row_list = rows.tolist()
+    if workers <= 1 or len(row_list) < 64:
+        digests = [digest(row) for row in row_list]
+    else:
+        with ThreadPoolExecutor(max_workers=int(workers)) as pool:
+            digests = list(pool.map(digest, row_list, chunksize=64))
+    codes, _ = pd.factorize(pd.Series(digests, dtype=object), use_na_sentinel=True)
+    codes = codes.astype(np.int64)
+    unknown = codes < 0
+    codes[unknown] = codes.max(initial=-1) + 1 + np.arange(int(unknown.sum()))
+    keys, _ = pd.factorize(pd.MultiIndex.from_arrays([within[rows], codes]))
+    key = np.full(len(within), -1, dtype=np.int64)
+    key[rows] = keys
+    return _first_of_code(key, key >= 0)
+
+
 def _byte_copy_edges(rows: NDArray[np.int64], representative: NDArray[np.int64]) -> pd.DataFrame:
     """Edges (stage ``bytes``) joining each row to its byte-identical representative."""
     a, b = np.minimum(rows, representative[rows]), np.maximum(rows, representative[rows])
@@ -1833,8 +1889,8 @@ def verified_labels(
     low = np.asarray(low_information, dtype=bool) & np.asarray(table.valid, dtype=bool)
     linkable = np.asarray(table.valid, dtype=bool) & ~low
     byte_codes, _ = pd.factorize(pd.Series(list(exact_keys), dtype=object), use_na_sentinel=True)
-    node = _first_of_code(byte_codes.astype(np.int64), linkable)
-    copies = np.flatnonzero(linkable & (node != np.arange(n)))
+    byte_rep = _first_of_code(byte_codes.astype(np.int64), linkable)
+    node = byte_rep.copy()
     star: VerifiedPairs | None = None
     if dihedral and table.orientations is not None and len(table.orientations):
         entries_found = table.orientations
@@ -1856,6 +1912,16 @@ def verified_labels(
     size = np.bincount(first_entry[linkable & (node == np.arange(n))], minlength=n)
     spoke = np.flatnonzero(linkable & (node == np.arange(n)) & (first_entry != np.arange(n)))
     spoke = spoke[size[first_entry[spoke]] > IDENTICAL_ALL_PAIRS_MAX]
+    if len(spoke):
+        # Byte copies among them first: a digest each (the file read once), no view.
+        wanted = np.concatenate([np.unique(first_entry[spoke]), spoke])
+        same = _same_bytes(sources, names, wanted, first_entry, decode, workers)
+        byte_rep[wanted] = same[wanted]
+        node = byte_rep[byte_rep]
+        spoke = spoke[same[spoke] == spoke]
+        size = np.bincount(first_entry[linkable & (node == np.arange(n))], minlength=n)
+        spoke = spoke[size[first_entry[spoke]] > IDENTICAL_ALL_PAIRS_MAX]
+    copies = np.flatnonzero(linkable & (byte_rep != np.arange(n)))
     if len(spoke):
         star = verify_candidates(
             np.stack([first_entry[spoke], spoke], axis=1),
@@ -1912,7 +1978,6 @@ def verified_labels(
             )
     if len(copies) or star is not None:
         # The collapsed images link to the image that stood for them.
-        byte_rep = _first_of_code(byte_codes.astype(np.int64), linkable)
         parts = [edges, _byte_copy_edges(copies, byte_rep)]
         if star is not None:
             parts.append(star.edges)
