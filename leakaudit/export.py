@@ -218,7 +218,8 @@ def _all_pairs(
 def _hash_classes(distances: PairDistances, rows: NDArray[np.int64]) -> NDArray[np.int64]:
     """A code per row of ``rows``, equal for rows whose hash columns are all equal."""
     codes, _ = pd.factorize(pd.MultiIndex.from_arrays([c[rows] for c in distances.columns]))
-    return codes.astype(np.int64)
+    result: NDArray[np.int64] = np.asarray(codes, dtype=np.int64)
+    return result
 
 
 def _lists_spanning(distances: PairDistances, rows: NDArray[np.int64]) -> bool:

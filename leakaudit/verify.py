@@ -1839,7 +1839,7 @@ def _same_bytes(
 def _byte_copy_edges(rows: NDArray[np.int64], representative: NDArray[np.int64]) -> pd.DataFrame:
     """Edges (stage ``bytes``) joining each row to its byte-identical representative."""
     a, b = np.minimum(rows, representative[rows]), np.maximum(rows, representative[rows])
-    return pd.DataFrame(
+    edges: pd.DataFrame = pd.DataFrame(
         {
             "row_a": a.astype(np.int64),
             "row_b": b.astype(np.int64),
@@ -1850,6 +1850,7 @@ def _byte_copy_edges(rows: NDArray[np.int64], representative: NDArray[np.int64])
             "strength": np.ones(len(rows)),
         }
     )[EDGE_COLUMNS]
+    return edges
 
 
 def verified_labels(
