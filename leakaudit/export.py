@@ -57,6 +57,7 @@ __all__ = [
     "PAIR_COLUMNS",
     "PAIR_EVIDENCE_COLUMNS",
     "PAIR_STAGES",
+    "SPANNING_PAIRS_PER_MEMBER",
     "SPLIT_COLUMNS",
     "csv_paths",
     "evidence_text",
@@ -65,6 +66,7 @@ __all__ = [
     "leak_matches",
     "pair_table",
     "report_dict",
+    "spanning_group_ids",
     "split_table",
     "write_csv_tables",
     "write_json",
@@ -92,7 +94,13 @@ PAIR_COLUMNS = [
     "within_threshold",
     "stage",
     "similarity",
+    "listed",
 ]
+#: A leaked group over :data:`~leakaudit.distances.ALL_PAIRS_MAX_MEMBERS` members whose
+#: identical pairs (equal hashes: a placeholder copied thousands of times) number more than
+#: this many per member lists a spanning set in the pairs table, not every pair: 10,000
+#: copies of one image would be 50M rows (``listed`` is then ``"spanning"``).
+SPANNING_PAIRS_PER_MEMBER = 25
 #: Values of the pairs table's ``stage`` column, cheapest evidence first.
 PAIR_STAGES = ("exact bytes", "hash", "dihedral hash", "embedding", "transitive")
 GROUP_COLUMNS = [
@@ -207,6 +215,101 @@ def _all_pairs(
     return first, first + 1 + offset
 
 
+def _hash_classes(distances: PairDistances, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+    """A code per row of ``rows``, equal for rows whose hash columns are all equal."""
+    codes, _ = pd.factorize(pd.MultiIndex.from_arrays([c[rows] for c in distances.columns]))
+    result: NDArray[np.int64] = np.asarray(codes, dtype=np.int64)
+    return result
+
+
+def _lists_spanning(distances: PairDistances, rows: NDArray[np.int64]) -> bool:
+    """Whether a group lists a spanning set: see :data:`SPANNING_PAIRS_PER_MEMBER`."""
+    if len(rows) <= ALL_PAIRS_MAX_MEMBERS:
+        return False
+    counts = np.bincount(_hash_classes(distances, rows))
+    identical = int((counts * (counts - 1) // 2).sum())
+    return identical > SPANNING_PAIRS_PER_MEMBER * len(rows)
+
+
+def spanning_group_ids(report: LeakageReport) -> list[Any]:
+    """The leaked groups whose pairs table lists a spanning set, not every pair.
+
+    Groups over :data:`~leakaudit.distances.ALL_PAIRS_MAX_MEMBERS` members made mostly of
+    identical images (see :data:`SPANNING_PAIRS_PER_MEMBER`).
+    """
+    if report.table is None or not len(report.leaked_groups):
+        return []
+    sizes = report.leaked_groups["n_members"].to_numpy()
+    if not np.any(sizes > ALL_PAIRS_MAX_MEMBERS):
+        return []
+    table = report.table
+    distances = PairDistances.of_report(report, table)
+    members = _Members(report, table, distances.valid)
+    return [
+        members.ids[rank]
+        for rank in np.flatnonzero(members.count > ALL_PAIRS_MAX_MEMBERS).tolist()
+        if _lists_spanning(distances, members.group_rows(rank))
+    ]
+
+
+def _spanning_pairs(
+    distances: PairDistances,
+    rows: NDArray[np.int64],
+    splits: NDArray[Any],
+    threshold: int,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """A spanning set of a group's pairs, as positions in ``rows`` (linear in its members).
+
+    Images with equal hashes are one class: each member is paired with the first
+    member of its class in another split (the first such split), or with the
+    class's first member when the class sits in one split; each class is paired
+    with its nearest other class within the threshold (first members).
+    """
+    codes = _hash_classes(distances, rows)
+    split_codes, _ = pd.factorize(pd.Series(splits[rows], dtype=object).astype(str))
+    split_codes = split_codes.astype(np.int64)
+    position = np.arange(len(rows), dtype=np.int64)
+    n_classes = int(codes.max()) + 1
+    n_splits = int(split_codes.max()) + 1
+    # The first member of each (class, split), and of each class.
+    anchor = np.full((n_classes, n_splits), -1, dtype=np.int64)
+    key = codes * n_splits + split_codes
+    order = np.lexsort((position, key))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = key[order][1:] != key[order][:-1]
+    anchor.ravel()[key[order][first]] = position[order][first]
+    class_first = np.full(n_classes, len(rows), dtype=np.int64)
+    np.minimum.at(class_first, codes, position)
+    partner = class_first[codes].copy()
+    # The first split other than the member's own that holds a member of its class.
+    present = anchor >= 0
+    for split in range(n_splits):
+        other = present.copy()
+        other[:, split] = False
+        has = other.any(axis=1)
+        choice = np.argmax(other, axis=1)
+        mine = (split_codes == split) & has[codes]
+        partner[mine] = anchor[codes[mine], choice[codes[mine]]]
+    ii, jj = position, partner
+    keep = ii != jj
+    ii, jj = ii[keep], jj[keep]
+    if n_classes > 1:
+        # Each class with its nearest other class within the threshold.
+        reps = class_first
+        ci, cj = np.triu_indices(n_classes, k=1)
+        near = distances(rows[reps[ci]], rows[reps[cj]])
+        within = near <= threshold
+        ci, cj, near = ci[within], cj[within], near[within]
+        both = np.concatenate([ci, cj])
+        other = np.concatenate([cj, ci])
+        by = np.lexsort((other, np.concatenate([near, near]), both))
+        best = np.ones(len(by), dtype=bool)
+        best[1:] = both[by][1:] != both[by][:-1]
+        ii = np.concatenate([ii, reps[both[by][best]]])
+        jj = np.concatenate([jj, reps[other[by][best]]])
+    return ii.astype(np.int64), jj.astype(np.int64)
+
+
 def _big_group_pairs(
     members: _Members,
     rank: int,
@@ -214,14 +317,18 @@ def _big_group_pairs(
     threshold: int,
     similar: _Similarities,
     edges: _EdgeIndex,
+    splits: NDArray[Any],
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """The pairs of a group over 200 members that are listed: those within the threshold.
 
     And the verified edges among them. Positions in ``members.rows``, in the
-    order the search gives them.
+    order the search gives them. A group of mostly identical images lists a
+    spanning set instead (:func:`_spanning_pairs`).
     """
     rows = members.group_rows(rank)
-    if distances.entries is not None:
+    if _lists_spanning(distances, rows):
+        ii, jj = _spanning_pairs(distances, rows, splits, threshold)
+    elif distances.entries is not None:
         ii, jj = np.triu_indices(len(rows), k=1)
         near = distances(rows[ii], rows[jj]) <= threshold
         ii, jj = ii[near], jj[near]
@@ -276,6 +383,13 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     ``hash``, ``pixels``, ``geometry``, ``embedding``) or ``transitive``,
     ``evidence_similarity`` and ``inliers`` its scores, ``evidence_strength``
     its strength (0 when transitive); big groups list their verified edges too.
+
+    ``listed`` says which pairs of the group are listed: ``"all"``, or ``"spanning"`` for a
+    group over 200 members made mostly of identical images (more than
+    :data:`SPANNING_PAIRS_PER_MEMBER` identical pairs per member, see
+    :func:`spanning_group_ids`): each member with an identical image in another split (the
+    first one), each set of identical images with its nearest other set, and the verified
+    edges, so the table grows with the images, not with their pairs.
     """
     table = _require_table(report)
     distances = PairDistances.of_report(report, table)
@@ -302,9 +416,13 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     found = [_all_pairs(members, ~big)]
     if threshold is not None:
         found += [
-            _big_group_pairs(members, rank, distances, threshold, similar, edges)
+            _big_group_pairs(members, rank, distances, threshold, similar, edges, splits)
             for rank in np.flatnonzero(big).tolist()
         ]
+    spanning = np.zeros(len(members.ids), dtype=bool)
+    if threshold is not None:
+        for rank in np.flatnonzero(big).tolist():
+            spanning[rank] = _lists_spanning(distances, members.group_rows(rank))
     first = np.concatenate([pair[0] for pair in found])
     second = np.concatenate([pair[1] for pair in found])
     # Groups in the report's order, each group's pairs in the order they were found.
@@ -345,6 +463,7 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
             "within_threshold": within[order],
             "stage": stage[order],
             "similarity": similarity[order],
+            "listed": np.where(spanning[pair_rank[order]], "spanning", "all"),
         }
     )
     if threshold is not None:

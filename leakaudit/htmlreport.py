@@ -657,6 +657,9 @@ class _GroupCards:
         self.pair_distances = page.pair_distances
         self.method = page.method
         self.badge = page.badge
+        from leakaudit.export import spanning_group_ids
+
+        self.spanning = set(spanning_group_ids(self.report))
         self.display_path = page.display_path
         self.thumbs: dict[str, str | None] = {}
         self.edges = _Edges(self.report.edges)
@@ -884,6 +887,12 @@ class _GroupCards:
         out.append("</div>")
         if leaked:
             out.append(self.evidence_block(group_id, shown, evidence))
+        if leaked and group_id in self.spanning:
+            out.append(
+                '<p class="note">Mostly identical images: the pairs table (CSV, JSON) lists a '
+                "spanning set of this group's pairs (each image with an identical image in "
+                'another split), not every pair (column <code>listed</code> = "spanning").</p>'
+            )
         out.append(self.distance_matrix(shown, distances))
         if len(rows) > len(shown):
             showing = set(shown)

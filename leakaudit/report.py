@@ -249,6 +249,9 @@ class LeakageReport:
             )
         embedded = self._embedding_group_ids()
         if self.has_leakage:
+            from leakaudit.export import spanning_group_ids
+
+            spanning = set(spanning_group_ids(self)) if self.table is not None else set()
             lines.append("")
             ordered = "strongest evidence first" if self.edges is not None else "largest first"
             lines.append(f"Leaked groups ({ordered}):")
@@ -271,6 +274,12 @@ class LeakageReport:
                     f"[{printable(str(row.members_by_split))}]{spread}{flag}"
                 )
                 lines.extend(self._member_lines(row.group_id))
+                if row.group_id in spanning:
+                    lines.append(
+                        "      (mostly identical images: the pairs table lists a spanning set, "
+                        "each image with an identical one in another split, not every pair; "
+                        "column listed = spanning)"
+                    )
             if self.n_leaked_groups > max_groups:
                 lines.append(f"  ... and {self.n_leaked_groups - max_groups} more group(s)")
         extras = []

@@ -474,6 +474,19 @@ def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image
     return Image.alpha_composite(base, rgba).convert("L")
 
 
+def _bytes_digest(data: bytes) -> int:
+    """The :attr:`View.digest` of an encoded image."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+def _image_digest(image: Image.Image) -> int:
+    """The :attr:`View.digest` of an in-memory image: its mode, size and pixels."""
+    h = hashlib.blake2b(digest_size=8)
+    h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
+    h.update(image.tobytes())
+    return int.from_bytes(h.digest(), "big")
+
+
 def load_view(
     source: Any,
     name: str,
@@ -506,13 +519,10 @@ def load_view(
     if isinstance(source, Image.Image):
         image = source
         lossless = _stored_losslessly(image)
-        h = hashlib.blake2b(digest_size=8)
-        h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
-        h.update(image.tobytes())
-        digest = int.from_bytes(h.digest(), "big")
+        digest = _image_digest(image)
     else:
         name, data = read_source(source, name, options)
-        digest = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+        digest = _bytes_digest(data)
         try:
             image = Image.open(io.BytesIO(data))
             declared_size = image.size
@@ -1579,6 +1589,7 @@ def supported_pairs(
     pairs: NDArray[np.int64],
     keep: NDArray[np.bool_] | None = None,
     min_support: float = MIN_SUPPORT,
+    weights: NDArray[np.int64] | None = None,
 ) -> NDArray[np.bool_]:
     """Which verified pairs keep the support of their images' neighbourhoods.
 
@@ -1603,6 +1614,11 @@ def supported_pairs(
         count in the neighbourhoods.
     min_support : float, default :data:`MIN_SUPPORT`
         0 keeps every pair.
+    weights : numpy.ndarray of int64, optional
+        How many images each row stands for (indexed by row; default 1 each):
+        a row standing for ``w`` identical copies counts ``w`` times in every
+        neighbourhood, as its copies would (:func:`verified_labels` verifies
+        one representative of each set of identical images).
 
     Returns
     -------
@@ -1634,8 +1650,13 @@ def supported_pairs(
         for index in np.flatnonzero(alive & ~fixed).tolist():
             a, b = listed[index]
             first, second = neighbours[a], neighbours[b]
-            shared = len(first & second) if len(first) < len(second) else len(second & first)
-            if shared < min_support * min(len(first), len(second)):
+            common = first & second if len(first) < len(second) else second & first
+            if weights is None:
+                shared, smaller = len(common), min(len(first), len(second))
+            else:
+                shared = int(weights[list(common)].sum())
+                smaller = int(min(weights[list(first)].sum(), weights[list(second)].sum()))
+            if shared < min_support * smaller:
                 alive[index] = False
                 dropped = True
         if not dropped:
@@ -1714,6 +1735,124 @@ def table_candidates(
     return found, (owner, phash, dhash, kinds)
 
 
+#: A set of images with identical hash entries but different bytes (re-encoded
+#: placeholders) with more members than this is verified along a star, each member
+#: once against the set's first image, instead of every pair: up to this size every
+#: pair is verified, as for any other candidates.
+IDENTICAL_ALL_PAIRS_MAX = 8
+
+
+def _first_of_code(codes: NDArray[np.int64], eligible: NDArray[np.bool_]) -> NDArray[np.int64]:
+    """Each row's representative: the first ``eligible`` row of its code (itself elsewhere)."""
+    first = np.arange(len(codes), dtype=np.int64)
+    rows = np.flatnonzero(eligible & (codes >= 0))
+    if rows.size:
+        order = np.lexsort((rows, codes[rows]))
+        sorted_codes, sorted_rows = codes[rows][order], rows[order]
+        start = np.ones(len(order), dtype=bool)
+        start[1:] = sorted_codes[1:] != sorted_codes[:-1]
+        first[sorted_rows] = sorted_rows[start][np.cumsum(start) - 1]
+    return first
+
+
+def _entry_codes(
+    n: int,
+    owner: NDArray[np.int64],
+    phash: NDArray[np.uint64],
+    dhash: NDArray[np.uint64],
+    kinds: NDArray[np.int8],
+) -> NDArray[np.int64]:
+    """A code per row, equal for rows whose hash entries are all equal (-1: no entries).
+
+    Each entry is mixed with its place in its row; a row's code is its entries'
+    XOR and count. A collision only sends two rows to be verified together.
+    """
+    order = np.argsort(owner, kind="stable")
+    owner = owner[order]
+    place = np.arange(len(owner), dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else place
+    place -= np.repeat(starts, np.diff(np.r_[starts, len(owner)]))
+    with np.errstate(over="ignore"):
+        mixed = (
+            phash[order] * np.uint64(0x9E3779B97F4A7C15)
+            ^ (dhash[order] * np.uint64(0xC2B2AE3D27D4EB4F))
+            ^ ((kinds[order].astype(np.uint64) + np.uint64(1)) << np.uint64(56))
+            ^ (place.astype(np.uint64) * np.uint64(0x165667B19E3779F9))
+        )
+        mixed ^= mixed >> np.uint64(29)
+        mixed *= np.uint64(0xBF58476D1CE4E5B9)
+    key = np.zeros(n, dtype=np.uint64)
+    count = np.zeros(n, dtype=np.int64)
+    if len(owner):
+        key[owner[starts]] = np.bitwise_xor.reduceat(mixed, starts)
+        count[owner[starts]] = np.diff(np.r_[starts, len(owner)])
+    codes, _ = pd.factorize(pd.MultiIndex.from_arrays([key, count]))
+    return np.where(count > 0, codes, -1).astype(np.int64)
+
+
+def _source_digest(source: Any, name: str, decode: DecodeOptions) -> int | None:
+    """The digest :func:`load_view` gives a source (None where it cannot be read)."""
+    try:
+        if isinstance(source, Image.Image):
+            return _image_digest(source)
+        _, data = read_source(source, name, decode)
+    except (ImageLoadError, OSError, ValueError, TypeError):
+        return None
+    return _bytes_digest(data)
+
+
+def _same_bytes(
+    sources: Sequence[Any],
+    names: Sequence[str],
+    rows: NDArray[np.int64],
+    within: NDArray[np.int64],
+    decode: DecodeOptions,
+    workers: int | None,
+) -> NDArray[np.int64]:
+    """Each of ``rows``' first row (of ``rows``) with the same bytes and the same ``within``.
+
+    Indexed by row (itself for rows not in ``rows`` and unreadable ones).
+    """
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+    def digest(row: int) -> int | None:
+        source = sources[row]
+        return None if source is None else _source_digest(source, names[row], decode)
+
+    row_list = rows.tolist()
+    if workers <= 1 or len(row_list) < 64:
+        digests = [digest(row) for row in row_list]
+    else:
+        with ThreadPoolExecutor(max_workers=int(workers)) as pool:
+            digests = list(pool.map(digest, row_list, chunksize=64))
+    codes, _ = pd.factorize(pd.Series(digests, dtype=object), use_na_sentinel=True)
+    codes = codes.astype(np.int64)
+    unknown = codes < 0
+    codes[unknown] = codes.max(initial=-1) + 1 + np.arange(int(unknown.sum()))
+    keys, _ = pd.factorize(pd.MultiIndex.from_arrays([within[rows], codes]))
+    key = np.full(len(within), -1, dtype=np.int64)
+    key[rows] = keys
+    return _first_of_code(key, key >= 0)
+
+
+def _byte_copy_edges(rows: NDArray[np.int64], representative: NDArray[np.int64]) -> pd.DataFrame:
+    """Edges (stage ``bytes``) joining each row to its byte-identical representative."""
+    a, b = np.minimum(rows, representative[rows]), np.maximum(rows, representative[rows])
+    edges: pd.DataFrame = pd.DataFrame(
+        {
+            "row_a": a.astype(np.int64),
+            "row_b": b.astype(np.int64),
+            "stage": "bytes",
+            "distance": pd.array(np.zeros(len(rows), dtype=np.int64), dtype="Int64"),
+            "similarity": np.ones(len(rows)),
+            "inliers": pd.array([pd.NA] * len(rows), dtype="Int64"),
+            "strength": np.ones(len(rows)),
+        }
+    )[EDGE_COLUMNS]
+    return edges
+
+
 def verified_labels(
     table: Any,
     sources: Sequence[Any],
@@ -1733,13 +1872,72 @@ def verified_labels(
     link only to byte-identical low-information rows, as in
     :func:`leakaudit.grouping.link_labels`. Verified pairs without the support
     of their neighbourhoods (:func:`supported_pairs`) do not link.
+
+    Identical images are verified once, never every pair of them (a placeholder
+    copied 10,000 times made 50M candidate pairs): byte-identical files (equal
+    ``exact_keys``) collapse to their first row, which stands for all of them in
+    the candidate search, the verification and the support rule (weighted by
+    their number), and each copy links to it directly (stage ``bytes``). The
+    groups are the ones every pair would give: byte copies get the same
+    verdicts. Images with identical hash entries but different bytes collapse
+    the same way when there are more than :data:`IDENTICAL_ALL_PAIRS_MAX`
+    of them: each is verified once against the first; those it accepts link to
+    it, the others stay candidates as before.
     """
     from leakaudit.grouping import connected_component_labels, exact_key_edges
 
     n = len(table.valid)
     low = np.asarray(low_information, dtype=bool) & np.asarray(table.valid, dtype=bool)
+    linkable = np.asarray(table.valid, dtype=bool) & ~low
+    byte_codes, _ = pd.factorize(pd.Series(list(exact_keys), dtype=object), use_na_sentinel=True)
+    byte_rep = _first_of_code(byte_codes.astype(np.int64), linkable)
+    node = byte_rep.copy()
+    star: VerifiedPairs | None = None
+    if dihedral and table.orientations is not None and len(table.orientations):
+        entries_found = table.orientations
+        entry_owner, entry_phash, entry_dhash = (
+            entries_found.owner,
+            entries_found.phash,
+            entries_found.dhash,
+        )
+        entry_kinds_found = entry_kinds(entry_owner)
+    else:
+        entry_owner = np.arange(n, dtype=np.int64)
+        entry_phash = np.asarray(table.phash).astype(np.uint64)
+        entry_dhash = np.asarray(table.dhash).astype(np.uint64)
+        entry_kinds_found = np.zeros(n, dtype=np.int8)
+    first_entry = _first_of_code(
+        _entry_codes(n, entry_owner, entry_phash, entry_dhash, entry_kinds_found),
+        linkable & (node == np.arange(n)),
+    )
+    size = np.bincount(first_entry[linkable & (node == np.arange(n))], minlength=n)
+    spoke = np.flatnonzero(linkable & (node == np.arange(n)) & (first_entry != np.arange(n)))
+    spoke = spoke[size[first_entry[spoke]] > IDENTICAL_ALL_PAIRS_MAX]
+    if len(spoke):
+        # Byte copies among them first: a digest each (the file read once), no view.
+        wanted = np.concatenate([np.unique(first_entry[spoke]), spoke])
+        same = _same_bytes(sources, names, wanted, first_entry, decode, workers)
+        byte_rep[wanted] = same[wanted]
+        node = byte_rep[byte_rep]
+        spoke = spoke[same[spoke] == spoke]
+        size = np.bincount(first_entry[linkable & (node == np.arange(n))], minlength=n)
+        spoke = spoke[size[first_entry[spoke]] > IDENTICAL_ALL_PAIRS_MAX]
+    copies = np.flatnonzero(linkable & (byte_rep != np.arange(n)))
+    if len(spoke):
+        star = verify_candidates(
+            np.stack([first_entry[spoke], spoke], axis=1),
+            np.zeros(len(spoke), dtype=np.int64),
+            sources,
+            names,
+            decode=decode,
+            options=options,
+            workers=workers,
+        )
+        joined = star.edges["row_b"].to_numpy(dtype=np.int64)
+        node[np.isin(node, joined)] = first_entry[node[np.isin(node, joined)]]
+    stands_for = np.arange(n) == node
     (pairs, distance), (owner, phash, dhash, kinds) = table_candidates(
-        table, low, options, dihedral=dihedral
+        table, low | ~stands_for, options, dihedral=dihedral
     )
     verified = verify_candidates(
         pairs,
@@ -1760,10 +1958,12 @@ def verified_labels(
         # Pairs the grid accepted but the native check told apart still count as
         # neighbours: the support rule judges the grid's matches.
         passed = verified.distinct[verified.distinct_passed]
+        weights = np.bincount(node[linkable], minlength=n)
         supported = supported_pairs(
             np.concatenate([edges[["row_a", "row_b"]].to_numpy(dtype=np.int64), passed]),
             np.concatenate([edges["stage"].eq("bytes").to_numpy(), np.zeros(len(passed), bool)]),
             options.min_support,
+            weights if np.any(weights > 1) else None,
         )[: len(edges)]
         if not supported.all():
             edges = edges[supported].reset_index(drop=True)
@@ -1777,6 +1977,21 @@ def verified_labels(
             verified = dataclasses.replace(
                 verified, edges=edges, n_kept_apart=int(np.count_nonzero(~keep))
             )
+    if len(copies) or star is not None:
+        # The collapsed images link to the image that stood for them.
+        parts = [edges, _byte_copy_edges(copies, byte_rep)]
+        if star is not None:
+            parts.append(star.edges)
+        edges = pd.concat([p for p in parts if len(p)] or [edges], ignore_index=True)
+        edges = edges.sort_values(["row_a", "row_b"], kind="stable", ignore_index=True)
+        verified = dataclasses.replace(
+            verified,
+            edges=edges,
+            n_candidates=verified.n_candidates
+            + len(copies)
+            + (0 if star is None else star.n_candidates),
+            n_rejected=verified.n_rejected + (0 if star is None else star.n_rejected),
+        )
     chunks: list[NDArray[np.int64]] = list(iter_edge_chunks(edges))
     if low.any():
         exact = list(exact_key_edges(exact_keys, low))

@@ -674,6 +674,8 @@ def reference_pair_table(report: LeakageReport) -> pd.DataFrame:
                 "within_threshold": (
                     distance <= limit if limit is not None else np.full(len(a), pd.NA, dtype=object)
                 ),
+                # Issue 23's column: no group here is a big identical one.
+                "listed": "all",
             }
         )[keep]
         frames.append(part.sort_values("distance", kind="stable"))
