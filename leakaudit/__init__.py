@@ -27,7 +27,12 @@ from leakaudit.hashing import (
     hamming_distance,
     hash_sources,
 )
-from leakaudit.listing import FolderScanWarning, RepeatedPathWarning, list_image_files
+from leakaudit.listing import (
+    EmptySplitWarning,
+    FolderScanWarning,
+    RepeatedPathWarning,
+    list_image_files,
+)
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
 from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
@@ -40,6 +45,7 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "CalibrationResult",
     "DecodeOptions",
+    "EmptySplitWarning",
     "FolderScanWarning",
     "HashTable",
     "ImageDecodeWarning",

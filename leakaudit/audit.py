@@ -27,6 +27,7 @@ from leakaudit.hashing import HashTable, OrientationHashes
 from leakaudit.listing import (
     drop_repeated_paths,
     list_image_paths,
+    warn_empty_splits,
 )
 from leakaudit.loading import DecodeOptions, resolve_decode
 from leakaudit.policy import (
@@ -632,7 +633,8 @@ def audit_splits(
         sources.extend(paths)
         labels.extend([str(name)] * len(paths))
     sources, labels = drop_repeated_paths(sources, labels)
-    return audit_sources(
+    every_split = warn_empty_splits(splits, labels)
+    report = audit_sources(
         sources,
         labels,
         method=method,
@@ -646,3 +648,4 @@ def audit_splits(
         dihedral=dihedral,
         verify=verify,
     )
+    return report.with_splits(every_split)  # an empty split keeps its row

@@ -492,7 +492,15 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
             folder: Path | None = getattr(args, option, None)
             if folder is not None:
                 name = "--" + option.replace("_", "-")
-                check_output_path(folder, option=name, protected=protected, is_folder=True)
+                # A cache folder that cannot be written makes the run go uncached, with
+                # one warning naming it (leakaudit.cache): only its place is checked here.
+                check_output_path(
+                    folder,
+                    option=name,
+                    protected=protected,
+                    is_folder=True,
+                    writable=option != "cache_dir",
+                )
     except OutputPathError as error:
         raise UsageError(str(error)) from None
     if getattr(args, "cache_dir", None) is None and getattr(args, "no_cache", True) is False:
@@ -572,8 +580,9 @@ def _run_audit(
             )
             if hashes_out is not None:
                 written = _write_hash_shards(report, args, hashes_out, cache=cache, decode=decode)
-    for warning in caught:
-        log.warning("%s", warning.message)
+    # Once each: the shards' hashing repeats the audit's (an unusable cache warns in both).
+    for message in dict.fromkeys(str(warning.message) for warning in caught):
+        log.warning("%s", message)
     if hashes_out is not None:
         log.info("wrote %d hash shard file(s) to %s", len(written), hashes_out)
     return report

@@ -1351,6 +1351,12 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
     ones included, are written as they are. :func:`image_table` and the other
     tables, and the JSON output, keep the values unchanged.
 
+    A cell holding a line break is quoted, so every reader keeps its row whole:
+    a file whose cells hold a carriage return (legal in a POSIX file name) is
+    written with ``\r\n`` line ends (RFC 4180), which makes Python's csv
+    writer quote each cell holding ``\r`` or ``\n``; other files end lines
+    with ``\n``.
+
     File names that are not valid UTF-8 are written as their original bytes
     (``surrogateescape``), so a tool reading the file as bytes can open the
     files it names; the CSV is then not valid UTF-8 in those cells (unlike the
@@ -1376,5 +1382,23 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
                 )
             )
             safe, header = _csv_safe(frame)
-            safe.to_csv(handle, index=False, header=header)
+            # Python's csv writer quotes a field holding a character of the line
+            # terminator: with "\n" alone, a carriage return in a file name went
+            # out bare and readers split the row there.
+            terminator = "\r\n" if _holds_carriage_return(safe) else "\n"
+            safe.to_csv(handle, index=False, header=header, lineterminator=terminator)
     return [targets[name] for name, _ in frames]
+
+
+def _holds_carriage_return(frame: pd.DataFrame) -> bool:
+    """Whether a text cell or a column name of ``frame`` holds a carriage return."""
+    if any("\r" in str(name) for name in frame.columns):
+        return True
+    for index, dtype in enumerate(frame.dtypes.tolist()):
+        if not _is_text(dtype):
+            continue
+        values = frame.iloc[:, index].to_numpy(dtype=object)
+        present = [value for value in values[pd.notna(values)].tolist() if isinstance(value, str)]
+        if "\r" in "".join(present):
+            return True
+    return False

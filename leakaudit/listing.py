@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +19,14 @@ from leakaudit.policy import SPLIT_ALIASES, split_sort_key
 
 __all__ = [
     "IMAGE_EXTENSIONS",
+    "EmptySplitWarning",
     "FolderScanWarning",
     "RepeatedPathWarning",
     "drop_repeated_paths",
     "find_split_folders",
     "list_image_files",
     "list_image_paths",
+    "warn_empty_splits",
 ]
 
 IMAGE_EXTENSIONS: frozenset[str] = frozenset(
@@ -45,6 +47,47 @@ class FolderScanWarning(UserWarning):
 
 class RepeatedPathWarning(UserWarning):
     """The same file was listed more than once (in one split or several); it counts once."""
+
+
+class EmptySplitWarning(UserWarning):
+    """A split has no image to audit; it stays in the report with 0 images."""
+
+
+def warn_empty_splits(splits: Mapping[str, Any], labels: Sequence[str]) -> list[str]:
+    """Name each split of ``splits`` that no row of ``labels`` belongs to; return them all.
+
+    One :class:`EmptySplitWarning` names each such split and its folder (or
+    says it was an empty list): a split that leaks nothing because it holds
+    nothing must not pass an audit unnoticed.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_empty_splits({"train": "d/train", "test": "d/test"}, ["train"])
+    ['train', 'test']
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    split 'test' has no images to audit (folder d/test): it is kept in the report with 0 images,
+    and nothing can leak into it.
+    """
+    present = set(labels)
+    names = [str(name) for name in splits]
+    for name, spec in splits.items():
+        if str(name) in present:
+            continue
+        where = (
+            f"folder {printable(os.fsdecode(spec))}"
+            if isinstance(spec, (str, os.PathLike))
+            else "an empty list of paths"
+        )
+        warnings.warn(
+            f"split '{printable(str(name))}' has no images to audit ({where}): it is kept in the "
+            "report with 0 images, and nothing can leak into it.",
+            EmptySplitWarning,
+            stacklevel=3,
+        )
+    return names
 
 
 def list_image_files(

@@ -86,6 +86,8 @@ __all__ = [
     "ImageDecodeWarning",
     "ImageSource",
     "ReducedGrey",
+    "check_declared_size",
+    "check_full_decode",
     "grey_and_note_from_bytes",
     "grey_and_note_from_pil",
     "greys_and_notes",
@@ -161,6 +163,12 @@ _WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I", "F"})
 
 #: The default ``DecodeOptions.max_file_bytes``: 512 MiB.
 MAX_FILE_BYTES = 512 * 2**20
+#: The default ``DecodeOptions.max_decode_pixels``: 64 Mi pixels (8192 x 8192). Every
+#: format but JPEG is decoded at full size before it is reduced, at 5 to 16 bytes a
+#: pixel (an RGB PNG about 5, a WebP 16: libwebp's buffer and Pillow's copy), so
+#: Pillow's ``max_pixels`` threshold (178.9M) let a few-KB file cost 1 to 4 GB.
+#: 50- and 61-megapixel camera images stay under it.
+MAX_DECODE_PIXELS = 64 * 2**20
 #: How much of a file larger than ``max_file_bytes`` is read to tell whether it is an
 #: image at all (its reason is then "file too large" rather than "not an image").
 _HEADER_BYTES = 64 * 2**10
@@ -207,6 +215,14 @@ class DecodeOptions:
         reported as decompression bombs and never decoded. Pillow's own guard
         still refuses images above ``2 * PIL.Image.MAX_IMAGE_PIXELS``; those are
         reported the same way.
+    max_decode_pixels : int, default 67_108_864 (64 Mi pixels, 8192 x 8192)
+        The most pixels of an image decoded at full size: every format but
+        JPEG (which libjpeg decodes reduced, so ``max_pixels`` alone bounds
+        it). A larger one is reported as a failure ("too large to decode at
+        full size") before any pixel is decoded, so one image costs at most
+        about 0.3 GB (an RGB PNG) to 1 GB (a WebP) however small its file. 50-
+        and 61-megapixel camera images stay under the default; raise it for
+        larger PNG, TIFF or WebP scans.
     max_file_bytes : int, default 536_870_912 (512 MiB)
         Files larger than this are reported as failures ("file too large: N bytes
         exceeds max_file_bytes=M") after reading only their header, never read
@@ -248,6 +264,8 @@ class DecodeOptions:
     True
     >>> DecodeOptions().max_file_bytes == 512 * 2**20
     True
+    >>> DecodeOptions().max_decode_pixels == 8192 * 8192
+    True
     """
 
     min_side: int | None = 64
@@ -257,6 +275,7 @@ class DecodeOptions:
     trim_borders: bool = True
     max_file_bytes: int = MAX_FILE_BYTES
     crop_entries: bool = False
+    max_decode_pixels: int = MAX_DECODE_PIXELS
 
     def __post_init__(self) -> None:
         if self.min_side is not None:
@@ -277,6 +296,7 @@ class DecodeOptions:
         check_bool("trim_borders", self.trim_borders)
         check_int("max_file_bytes", self.max_file_bytes, 1)
         check_bool("crop_entries", self.crop_entries)
+        check_int("max_decode_pixels", self.max_decode_pixels, 1)
 
 
 _DEFAULT_OPTIONS = DecodeOptions()
@@ -726,6 +746,8 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
         elif im.format == "PNG" and len(im.tile) == 1 and im.tile[0][3] == im.mode:
             # 8 bits per sample (rawmode = mode): where the first IDAT chunk's data starts
             png_offset = im.tile[0][2]
+        if drafted_box is None:  # decoded at full size, then reduced
+            check_full_decode(size, name, options)
         im.load()
         orientation = _loaded_orientation(im) if options.exif_transpose else 1
         core = _plain_grey_core(im) if scale == 1 else None
@@ -917,6 +939,7 @@ def _small_from_known_png(
         return None
     size = known.size
     _check_declared_size(size, name, options)
+    check_full_decode(size, name, options)
     if reduction_scale(size[0], size[1], options.min_side) > 1:
         return None
     pieces = _png_idat_pieces(data, start)
@@ -1419,6 +1442,44 @@ def _check_declared_size(size: tuple[int, int], name: str, options: DecodeOption
         raise ImageLoadError(name, f"empty image: declared {width}x{height}")
 
 
+def check_declared_size(size: tuple[int, int], name: str, options: DecodeOptions) -> None:
+    """Refuse a declared size over ``max_pixels`` (a decompression bomb) or an empty one.
+
+    Raises
+    ------
+    ImageLoadError
+        Naming the file, its size and the limit.
+    """
+    _check_declared_size(size, name, options)
+
+
+def check_full_decode(size: tuple[int, int], name: str, options: DecodeOptions) -> None:
+    """Refuse an image that would be decoded at full size with more than ``max_decode_pixels``.
+
+    Raises
+    ------
+    ImageLoadError
+        Naming the file, its size and the limit.
+
+    Examples
+    --------
+    >>> check_full_decode((100, 100), "a.png", DecodeOptions(max_decode_pixels=10_000))
+    >>> try:
+    ...     check_full_decode((200, 100), "a.png", DecodeOptions(max_decode_pixels=10_000))
+    ... except ImageLoadError as exc:
+    ...     print(exc.reason.split(" = ")[0])
+    too large to decode at full size: 200x100
+    """
+    width, height = size
+    if width * height > options.max_decode_pixels:
+        raise ImageLoadError(
+            name,
+            f"too large to decode at full size: {width}x{height} = {width * height} pixels "
+            f"exceeds max_decode_pixels={options.max_decode_pixels} "
+            "(only JPEGs are decoded reduced)",
+        )
+
+
 def _bomb_error(
     stream: IO[bytes], name: str, options: DecodeOptions, exc: Exception
 ) -> ImageLoadError:
@@ -1736,17 +1797,36 @@ def _wide_grey_to_l(im: Image.Image) -> Image.Image:
     in 0..255 (an 8-bit image stored wide). Mode ``F`` is taken as 0..1 when
     its maximum is at most 1, as 0..255 when at most 255, and 16-bit otherwise.
     """
-    arr = np.asarray(im, dtype=np.float64)
-    if arr.size == 0:
+    stored = np.asarray(im)  # one copy of the pixels as stored (2 or 4 bytes each)
+    if stored.size == 0:
         return Image.new("L", im.size)
-    finite_max = float(np.nanmax(arr)) if np.isfinite(arr).any() else 0.0
-    if im.mode.startswith("I;16") or finite_max > 255.0:
-        arr = arr / 257.0
-    elif im.mode == "F" and finite_max <= 1.0:
-        arr = arr * 255.0
-    arr = np.nan_to_num(arr, nan=0.0, posinf=255.0, neginf=0.0)
-    out = np.clip(np.rint(arr), 0, 255).astype(np.uint8)
+    # In blocks of rows, in float64: the same values as converting the whole image
+    # at once, without its 8 to 40 bytes a pixel of temporaries (4 GB at 169M pixels).
+    step = max(1, _WIDE_BLOCK // max(1, stored.shape[1]))
+    blocks = [slice(top, top + step) for top in range(0, stored.shape[0], step)]
+    finite, finite_max = False, -math.inf
+    for rows in blocks:
+        block = stored[rows].astype(np.float64)
+        finite = finite or bool(np.isfinite(block).any())
+        block_max = float(np.fmax.reduce(block, axis=None))  # NaN ignored
+        if not math.isnan(block_max):
+            finite_max = max(finite_max, block_max)
+    if not finite:
+        finite_max = 0.0
+    out = np.empty(stored.shape, dtype=np.uint8)
+    for rows in blocks:
+        arr = stored[rows].astype(np.float64)
+        if im.mode.startswith("I;16") or finite_max > 255.0:
+            arr = arr / 257.0
+        elif im.mode == "F" and finite_max <= 1.0:
+            arr = arr * 255.0
+        arr = np.nan_to_num(arr, nan=0.0, posinf=255.0, neginf=0.0)
+        out[rows] = np.clip(np.rint(arr), 0, 255).astype(np.uint8)
     return Image.fromarray(out)
+
+
+#: Pixels per block of :func:`_wide_grey_to_l`'s conversion (32 MiB of float64).
+_WIDE_BLOCK = 4 * 2**20
 
 
 @lru_cache(maxsize=16)

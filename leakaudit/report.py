@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -150,6 +151,33 @@ class LeakageReport:
         if self.leaked_by_split is None:  # a report rebuilt from an older JSON file
             estimate = (self.pct_leaked_by_split * self.images_by_split / 100).round()
             object.__setattr__(self, "leaked_by_split", estimate.astype(int))
+
+    def with_splits(self, splits: Sequence[str]) -> LeakageReport:
+        """This report with a row, of 0 images, for each of ``splits`` it has none for.
+
+        The per-split counts follow the order of ``splits`` (then any other
+        split of the report): a split with no images still shows in the
+        splits table, the text and the JSON, as 0 images, 0 leaked.
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"path": ["a.png"], "split": ["train"], "group_id": [0]})
+        >>> dhash_audit(frame).with_splits(["train", "test"]).images_by_split.to_dict()
+        {'train': 1, 'test': 0}
+        """
+        order = [str(s) for s in splits]
+        order += [s for s in self.images_by_split.index if s not in set(order)]
+        if order == list(self.images_by_split.index):
+            return self
+        leaked = self.leaked_images_by_split()
+        return dataclasses.replace(
+            self,
+            images_by_split=self.images_by_split.reindex(order, fill_value=0).astype(int),
+            pct_leaked_by_split=self.pct_leaked_by_split.reindex(order, fill_value=0.0).astype(
+                float
+            ),
+            leaked_by_split=leaked.reindex(order, fill_value=0).astype(int),
+        )
 
     @property
     def has_leakage(self) -> bool:

@@ -119,6 +119,7 @@ def check_output_path(
     option: str,
     protected: Iterable[str | os.PathLike[str]] = (),
     is_folder: bool = False,
+    writable: bool = True,
 ) -> Path:
     """Check an output location before any work is done; return it as a ``Path``.
 
@@ -134,6 +135,10 @@ def check_output_path(
         link into a protected folder is refused too.
     is_folder : bool
         ``path`` is a folder to create or fill (``--show``), not a file.
+    writable : bool, default True
+        Also check that the location is of the right kind and accepts a new
+        file. False checks only the protected folders: for an output the run
+        can do without (the hash cache goes uncached, with a warning).
 
     Raises
     ------
@@ -151,6 +156,8 @@ def check_output_path(
             )
         if is_folder and is_within(real, resolved):
             raise OutputPathError(f"{option} must not contain the dataset ({folder}); got {target}")
+    if not writable:
+        return target
     if is_folder:
         if target.exists() and not target.is_dir():
             raise OutputPathError(f"{option} must be a folder; {target} is a file")

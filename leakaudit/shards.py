@@ -50,6 +50,12 @@ Optional columns:
     form of the CSV exports, for engines and tools without unsigned 64-bit
     integers. Read only when ``phash``/``dhash`` are absent.
 
+The text columns (``id``, ``split``, ``error``, ``path``) may also be binary
+(``binary``, ``large_binary``), read as UTF-8 with ``surrogateescape``: leakaudit
+writes a column that way when one of its values is not valid UTF-8 (a file name
+made of other bytes, which Python holds as lone surrogates and Arrow strings
+cannot), so the name reads back as the very path it was.
+
 Any other column is ignored. leakaudit also records how the hashes were made
 (decoding options, dihedral entries) in the Parquet schema metadata under the
 key ``leakaudit``; shards whose records disagree are refused.
@@ -247,7 +253,20 @@ def _hex_array(pa: Any, values: NDArray[np.uint64], present: NDArray[np.bool_]) 
 
 
 def _text_array(pa: Any, values: Sequence[Any]) -> Any:
-    return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+    """A text column: ``string``, or ``binary`` when a value is not valid UTF-8.
+
+    A file name that is not valid UTF-8 reaches Python as a str holding lone
+    surrogates (``surrogateescape``), which no Arrow string can hold: the
+    column is then written as the values' UTF-8 bytes with those surrogates
+    turned back into the original bytes, which :func:`_strings` reads back to
+    the same str.
+    """
+    texts = [None if v is None else str(v) for v in values]
+    try:
+        return pa.array(texts, type=pa.string())
+    except UnicodeEncodeError:
+        encoded = [None if t is None else t.encode("utf-8", "surrogateescape") for t in texts]
+        return pa.array(encoded, type=pa.binary())
 
 
 def _entry_lists(pa: Any, owner: NDArray[np.int64], values: NDArray[np.uint64], n: int) -> Any:
@@ -326,7 +345,7 @@ def hash_shard_table(
         "split": _text_array(pa, split),
         "phash": _uint64_array(pa, table.phash, valid),
         "dhash": _uint64_array(pa, table.dhash, valid),
-        "error": pa.array(errors, type=pa.string()),
+        "error": _text_array(pa, errors),
     }
     if paths is not None:
         columns["path"] = _text_array(pa, paths)
@@ -515,8 +534,30 @@ def _decoded(pa: Any, column: Any) -> Any:
     return column
 
 
+def _is_binary(pa: Any, kind: Any) -> bool:
+    return bool(
+        pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or getattr(pa.types, "is_binary_view", lambda _: False)(kind)
+    )
+
+
 def _strings(pa: Any, column: Any, name: str, label: str, *, nullable: bool) -> NDArray[np.object_]:
     column = _decoded(pa, column)
+    if _is_binary(pa, column.type):
+        # Text that is not valid UTF-8 (file names, as _text_array writes them):
+        # the bytes decoded as os.fsdecode does on POSIX, so a name comes back
+        # as the str Python gave it, lone surrogates included.
+        raw = column.to_pylist()
+        if not nullable and column.null_count:
+            row = next(i for i, value in enumerate(raw) if value is None)
+            raise ValueError(f"{label}: column {name!r} must not be null; row {row} is.")
+        decoded: NDArray[np.object_] = np.empty(len(raw), dtype=object)
+        decoded[:] = [
+            None if value is None else bytes(value).decode("utf-8", "surrogateescape")
+            for value in raw
+        ]
+        return decoded
     if not _is_text(pa, column.type):
         raise ValueError(
             f"{label}: column {name!r} must hold strings; got type {column.type}."
@@ -823,7 +864,7 @@ def _combine(parts: Sequence[_Part], labels: Sequence[str]) -> HashShards:
     sizes = np.array([len(part.ids) for part in parts], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     ids = np.concatenate([part.ids for part in parts]).astype(object)
-    duplicated = pd.Index(ids).duplicated()
+    duplicated = pd.Index(ids, dtype=object).duplicated()  # object: names need not be UTF-8
     if duplicated.any():
         repeat = int(np.flatnonzero(duplicated)[0])
         original = int(np.flatnonzero(ids == ids[repeat])[0])
@@ -1112,7 +1153,7 @@ def audit_hash_shards(
         extra_parameters=parameters,
         images=sources,
         dihedral=dihedral,
-        extra_columns={"id": shards.ids},
+        extra_columns={"id": pd.Series(shards.ids, dtype=object)},  # names need not be UTF-8
         verify=run_verify,
         decode=options,
         workers=workers,

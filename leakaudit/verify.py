@@ -61,7 +61,15 @@ from leakaudit.hashing import (
     whole_and_crop_hashes,
     whole_hashes,
 )
-from leakaudit.loading import DecodeOptions, read_source, resolve_decode, trim_allowed, trim_box
+from leakaudit.loading import (
+    DecodeOptions,
+    check_declared_size,
+    check_full_decode,
+    read_source,
+    resolve_decode,
+    trim_allowed,
+    trim_box,
+)
 from leakaudit.report import EDGE_COLUMNS
 from leakaudit.search import iter_pairs_within
 from leakaudit.search_between import iter_pairs_between
@@ -524,14 +532,25 @@ def load_view(
         name, data = read_source(source, name, options)
         digest = _bytes_digest(data)
         try:
-            image = Image.open(io.BytesIO(data))
-            declared_size = image.size
-            if image.format == "JPEG":
-                short = min(image.size)
-                scale = max(1, short // _DECODE_SIDE)
-                image.draft("RGB", (max(1, image.width // scale), max(1, image.height // scale)))
-            image.load()
+            with warnings.catch_warnings():
+                # Our own limits (checked below) replace Pillow's warning.
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                image = Image.open(io.BytesIO(data))
+                declared_size = image.size
+                check_declared_size(declared_size, name, options)
+                drafted = None
+                if image.format == "JPEG":
+                    short = min(image.size)
+                    scale = max(1, short // _DECODE_SIDE)
+                    drafted = image.draft(
+                        "RGB", (max(1, image.width // scale), max(1, image.height // scale))
+                    )
+                if drafted is None:  # decoded at full size
+                    check_full_decode(declared_size, name, options)
+                image.load()
             lossless = _stored_losslessly(image)
+        except ImageLoadError:
+            raise
         except Exception as exc:
             raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
     original_size = image.size if isinstance(source, Image.Image) else declared_size

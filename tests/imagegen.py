@@ -20,6 +20,7 @@ __all__ = [
     "bomb_png",
     "encode",
     "exif_oriented_jpeg",
+    "flat_png",
     "flat_with_noise",
     "icon",
     "photo_like",
@@ -132,6 +133,23 @@ def bomb_png(width: int = 100_000, height: int = 100_000) -> bytes:
         b"\x89PNG\r\n\x1a\n"
         + _png_chunk(b"IHDR", header)
         + _png_chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + _png_chunk(b"IEND", b"")
+    )
+
+
+def flat_png(width: int, height: int, value: int = 90) -> bytes:
+    """A real single-colour 8-bit grey PNG of any size: a few KB however large the canvas.
+
+    Compressed row by row, so making a 12000 x 12000 one costs no 144 MB buffer.
+    """
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    compressor = zlib.compressobj(9)
+    row = b"\x00" + bytes([value]) * width  # filter type 0, then the pixels
+    body = b"".join(compressor.compress(row) for _ in range(height)) + compressor.flush()
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", body)
         + _png_chunk(b"IEND", b"")
     )
 

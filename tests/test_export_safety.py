@@ -456,7 +456,9 @@ def test_csv_defuses_a_leading_carriage_return(tmp_path: Path) -> None:
     frame = pd.DataFrame({"path": ["\rx.png"], "split": ["train"], "hash": ["0" * 16]})
     frame["group_id"] = 0
     write_csv_tables(dhash_audit(frame), tmp_path / "t.csv")
-    assert (tmp_path / "t.csv").read_bytes().split(b"\n")[1].startswith(b"'\r")
+    # Defused, and quoted: a carriage return inside a cell no longer ends the row.
+    assert (tmp_path / "t.csv").read_bytes().split(b"\r\n")[1].startswith(b"\"'\r")
+    assert [row["path"] for row in _csv_rows(tmp_path / "t.csv")] == ["'\rx.png"]
 
 
 # ---------------------------------------------------------------- 4. non-UTF-8 file names
