@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from leakaudit.listing import (
     list_image_paths,
     warn_empty_splits,
 )
-from leakaudit.loading import DecodeOptions, resolve_decode
+from leakaudit.loading import MAX_FILE_BYTES, DecodeOptions, resolve_decode
 from leakaudit.policy import (
     DEFAULT_METHOD,
     ThresholdSpec,
@@ -172,7 +173,7 @@ def audit_sources(
         workers=workers,
     )
     if report.table is not None:
-        _fill_copy_digests(report.table, table, items, files)
+        _fill_copy_digests(report.table, table, items, files, options.max_file_bytes)
     return report
 
 
@@ -180,8 +181,14 @@ def audit_sources(
 _IN_MEMORY_NAME = re.compile(r"<(bytes|PIL image) #\d+>")
 
 
-def source_digest(source: Any) -> str | None:
-    """BLAKE2b-64 of a source's bytes as 16 hex characters (a PIL image: its mode, size, pixels)."""
+def source_digest(source: Any, *, max_bytes: int = MAX_FILE_BYTES) -> str | None:
+    """BLAKE2b-64 of a source's bytes as 16 hex characters (a PIL image: its mode, size, pixels).
+
+    A file is read in 1 MiB pieces, and only a regular file of at most
+    ``max_bytes`` (``DecodeOptions.max_file_bytes``, what the loader reads):
+    a larger one, or one that grows past it while read, has no digest (None),
+    as has one that cannot be read.
+    """
     digest = hashlib.blake2b(digest_size=8)
     try:
         if isinstance(source, Image.Image):
@@ -190,11 +197,21 @@ def source_digest(source: Any) -> str | None:
         elif isinstance(source, (bytes, bytearray, memoryview)):
             digest.update(bytes(source))
         elif isinstance(source, (str, os.PathLike)):
-            with open(source, "rb") as file:
-                digest.update(file.read())
+            # Non-blocking open: a named pipe swapped in must not hang the run.
+            descriptor = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(descriptor, "rb") as file:
+                status = os.fstat(file.fileno())
+                if not stat.S_ISREG(status.st_mode) or status.st_size > max_bytes:
+                    return None
+                read = 0
+                while chunk := file.read(2**20):
+                    read += len(chunk)
+                    if read > max_bytes:
+                        return None
+                    digest.update(chunk)
         else:
             return None
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError):
         return None
     return digest.hexdigest()
 
@@ -204,6 +221,7 @@ def _fill_copy_digests(
     table: HashTable,
     items: Sequence[Any],
     files: CachedFiles | None = None,
+    max_bytes: int = MAX_FILE_BYTES,
 ) -> None:
     """Fill ``digest`` for rows whose two hashes equal another row's: the only byte-copy candidates.
 
@@ -224,7 +242,8 @@ def _fill_copy_digests(
         return
     known = files.file_digests(wanted) if files is not None else {}
     frame.loc[wanted, "digest"] = [
-        f"{known[row]:016x}" if row in known else source_digest(items[row]) for row in wanted
+        f"{known[row]:016x}" if row in known else source_digest(items[row], max_bytes=max_bytes)
+        for row in wanted
     ]
 
 

@@ -74,9 +74,9 @@ The database runs in WAL mode (readers never block the writer), with a busy
 timeout and retries on top; every write is one short ``BEGIN IMMEDIATE``
 transaction of ``executemany`` batches. A cache file that is not a database,
 is truncated, has another schema or holds a record of the wrong shape is
-renamed aside (``<name>.corrupt-<time>``) with one :class:`CacheWarning` and
-rebuilt; a cache folder that cannot be written makes the run go uncached, with
-one warning. The cache never breaks an audit.
+renamed aside (``<name>.corrupt-<time>``, replacing any earlier one: at most
+one is kept) with one :class:`CacheWarning` and rebuilt; a cache folder that
+cannot be written makes the run go uncached, with one warning. The cache never breaks an audit.
 
 .. important::
    Bump :data:`HASH_VERSION` whenever the hashes (or failure reasons) of a file
@@ -99,7 +99,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import repeat
@@ -687,6 +687,7 @@ class HashCache:
                     side.unlink()
             except OSError:
                 pass
+        self._remove_older_set_aside(target)
         self._ready = False
         self._warn(
             "damaged",
@@ -694,6 +695,25 @@ class HashCache:
             "and a new one is being built.",
         )
         return True
+
+    def _remove_older_set_aside(self, kept: Path) -> None:
+        """Keep one set-aside cache: remove the ones earlier runs left (each ours, by name).
+
+        Every change of the cache's format sets the old file aside; without this, each
+        would stay beside the cache forever.
+        """
+        prefix = f"{self.path.name}.corrupt-"
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return
+        for name in names:
+            if not name.startswith(prefix) or name in (kept.name, kept.name + "-wal"):
+                continue
+            with suppress(OSError):
+                old = self.directory / name
+                if stat.S_ISREG(old.lstat().st_mode):
+                    old.unlink()
 
     def _disable(self, reason: str) -> None:
         if self.disabled_reason is None:

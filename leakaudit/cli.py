@@ -340,9 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="audit a folder of Parquet hash shards (from --hashes-out, Ray, Spark, Dask, ...)",
         description="Group the hashes in SHARDS_DIR (every *.parquet file below it, in sorted "
         "order; schema in leakaudit.shards: id, split, phash, dhash, error, optionally path) "
-        "and audit the groups against their splits, without decoding any image. Candidate "
-        "pairs are verified when the shards' 'path' column names files that exist here; "
-        "otherwise the hashes alone decide (the report says so). Needs pyarrow: "
+        "and audit the groups against their splits, without decoding any image. With "
+        "--images-root DIR, candidate pairs are verified by decoding the files of the shards' "
+        "'path' column that lie inside DIR (links followed; nothing outside DIR is read), and "
+        "the HTML report and --show picture them; otherwise no image is read and the hashes "
+        "alone decide (the report says so). Needs pyarrow: "
         "pip install 'leakaudit-vision[parquet]'.",
     )
     group.add_argument("shards", type=Path, metavar="SHARDS_DIR")
@@ -360,7 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="verify candidate pairs by decoding the images again, where the shards' paths "
-        "exist (default: on)",
+        "exist inside --images-root (default: on)",
+    )
+    matching.add_argument(
+        "--images-root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="read image files (verification, HTML thumbnails, --show) only inside DIR; "
+        "shard paths that resolve elsewhere are never opened (default: no image is read, the "
+        "hashes decide)",
     )
     _add_min_support(matching)
     matching.add_argument(
@@ -695,12 +706,17 @@ def _load_font(size: int) -> Any:
         return ImageFont.load_default()
 
 
-def _panel(path: str, caption: str, height: int, font: Any) -> Any:
-    """One half of a side-by-side image: the picture fitted to ``height``, captioned above."""
+def _panel(path: str | None, caption: str, height: int, font: Any) -> Any:
+    """One half of a side-by-side image: the picture fitted to ``height``, captioned above.
+
+    ``path`` None (a file the report may not read) gets the grey panel.
+    """
     from PIL import Image, ImageDraw, ImageOps
 
     strip = 26
     try:
+        if path is None:
+            raise FileNotFoundError("not read")
         with Image.open(path) as opened:
             opened.draft("RGB", (height * 2, height * 2))
             picture = ImageOps.exif_transpose(opened).convert("RGB")
@@ -730,13 +746,18 @@ def _write_side_by_side(
     from leakaudit.export import leak_matches
 
     matches = leak_matches(report, reference)
+    if "images_root" in report.parameters and report.parameters["images_root"] is None:
+        log.warning("--show: no image read (no --images-root given): no side-by-side images")
+        return 0
     folder.mkdir(parents=True, exist_ok=True)
     font = _load_font(14)
     bar = Progress(len(matches), label="--show", enabled=progress_enabled(progress, len(matches)))
     for number, row in enumerate(matches.itertuples(index=False), 1):
         path, match = str(row.path), str(row.match_path)
-        left = _panel(path, f"{row.split}: {Path(path).name}", 256, font)
-        right = _panel(match, f"{row.match_split}: {Path(match).name}", 256, font)
+        left = _panel(report.image_file(path), f"{row.split}: {Path(path).name}", 256, font)
+        right = _panel(
+            report.image_file(match), f"{row.match_split}: {Path(match).name}", 256, font
+        )
         footer = 24
         canvas = Image.new(
             "RGB",
@@ -824,6 +845,8 @@ def _cmd_group(args: argparse.Namespace) -> int:
     folder: Path = args.shards
     if not folder.exists():
         raise UsageError(f"folder not found: {folder}")
+    if args.images_root is not None and not args.images_root.is_dir():
+        raise UsageError(f"--images-root must be a folder; got {args.images_root}")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1; got {args.workers}")
     try:
@@ -840,6 +863,7 @@ def _cmd_group(args: argparse.Namespace) -> int:
             dihedral=args.dihedral,
             verify=_verify_spec(args),
             workers=args.workers,
+            images_root=args.images_root,
         )
     for warning in caught:
         log.warning("%s", warning.message)

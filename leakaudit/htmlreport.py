@@ -796,7 +796,10 @@ class _GroupCards:
         enabled = progress_enabled(self.page.progress, len(paths))
         bar = Progress(len(paths), label="thumbnails", enabled=enabled)
         for path in paths:
-            self.thumbs[path] = _thumbnail(path, self.page.thumbnail_size)
+            # Only files the report may read (a shard report: under its images root).
+            readable = self.report.image_file(path)
+            thumbnail = _thumbnail(readable, self.page.thumbnail_size) if readable else None
+            self.thumbs[path] = thumbnail
             bar.update()
         bar.close()
 

@@ -240,6 +240,32 @@ class LeakageReport:
         failing: pd.DataFrame = counts[over]
         return failing
 
+    def image_file(self, path: object) -> str | None:
+        """The file to open for the picture of the image called ``path``, or None.
+
+        What the HTML thumbnails and ``--show`` read. A report of hash shards
+        records ``parameters["images_root"]``: only files that resolve (links
+        followed) inside that folder are opened, by their resolved name, and
+        none when it is None. Any other report opens its paths as they are.
+
+        Examples
+        --------
+        >>> report = dhash_audit(pd.DataFrame({"split": ["a"], "group_id": [0]}),
+        ...                      parameters={"images_root": None})
+        >>> report.image_file("/etc/passwd") is None
+        True
+        """
+        if not isinstance(path, str):
+            return None
+        if "images_root" not in self.parameters:
+            return path
+        root = self.parameters["images_root"]
+        if not isinstance(root, str):
+            return None
+        from leakaudit.safe_io import resolve_within
+
+        return resolve_within(path, root)
+
     def to_text(self, *, max_groups: int = 20) -> str:
         """Return a readable plain-text rendering (what ``print(report)`` shows).
 
@@ -260,7 +286,11 @@ class LeakageReport:
                 f"No leakage: none of {self.total_images} images has a near-duplicate "
                 "in another split."
             )
-        shown = {k: v for k, v in self.parameters.items() if k not in ("stages", "verification")}
+        shown = {
+            k: v
+            for k, v in self.parameters.items()
+            if k not in ("stages", "verification", "images")  # their own lines
+        }
         if shown:
             lines.append(
                 "Parameters: " + ", ".join(printable(f"{k}={v}") for k, v in shown.items())
@@ -322,9 +352,12 @@ class LeakageReport:
             extras.append(
                 f"{self.n_unreadable} image(s) could not be read (see the 'error' column)"
             )
+        images = self.parameters.get("images")
+        if isinstance(images, str) and images:
+            extras.append(images)
         if extras:
             lines.append("")
-            lines.extend(f"Note: {text}." for text in extras)
+            lines.extend(f"Note: {printable(text)}." for text in extras)
         return "\n".join(lines)
 
     def _verification_lines(self) -> list[str]:

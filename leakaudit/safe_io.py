@@ -22,7 +22,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["OutputPathError", "atomic_open", "check_output_path", "is_within", "probe_writable"]
+__all__ = [
+    "OutputPathError",
+    "atomic_open",
+    "check_output_path",
+    "is_within",
+    "probe_writable",
+    "resolve_within",
+]
 
 
 class OutputPathError(ValueError):
@@ -32,6 +39,34 @@ class OutputPathError(ValueError):
 def is_within(path: Path, folder: Path) -> bool:
     """Return whether ``path`` is ``folder`` or lies below it (both already resolved)."""
     return path == folder or folder in path.parents
+
+
+def resolve_within(path: object, root: str | os.PathLike[str]) -> str | None:
+    """``path`` with every link resolved, when that lies inside ``root``; else None.
+
+    The gate on reading image files named by data (a hash shard's ``path``
+    column): only what resolves below the folder the user named is opened, and
+    it is opened by its resolved name, so a link cannot lead out of ``root``.
+    Relative paths are taken from the current folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> resolve_within(os.path.join(root, "a", "..", "b.png"), root) == os.path.join(
+    ...     os.path.realpath(root), "b.png")
+    True
+    >>> resolve_within("/etc/passwd", root) is None
+    True
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    try:
+        resolved = Path(os.path.realpath(path))
+        folder = Path(os.path.realpath(root))
+    except (OSError, ValueError, TypeError):  # NUL bytes, a bytes path, a loop
+        return None
+    return str(resolved) if is_within(resolved, folder) else None
 
 
 def _temporary_sibling(target: Path) -> tuple[int, str]:

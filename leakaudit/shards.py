@@ -30,9 +30,11 @@ One row per image. Required columns:
 Optional columns:
 
 ``path`` (string, null allowed)
-    The image file. When the file exists where the shards are grouped,
-    verification decodes it again (``verify="auto"``); the report's ``path``
-    column shows it (else the ``id``).
+    The image file. Only when the caller names an images root
+    (``audit_hash_shards(images_root=)``, ``--images-root``) and the file
+    resolves inside it, verification decodes it again (``verify="auto"``) and
+    the report's thumbnails show it; a path is never opened otherwise. The
+    report's ``path`` column shows it (else the ``id``).
 ``low_information`` (bool)
     Blank or near-flat images, which link only to byte-identical copies (by
     ``digest``); such a row must have a ``digest``. Absent: no row is.
@@ -45,6 +47,9 @@ Optional columns:
     :class:`~leakaudit.hashing.OrientationHashes` (canonical orientation
     first; with ``DecodeOptions.crop_entries`` the crop and rotation entries
     after them), for dihedral matching and the verification's candidate net.
+    A row's list is empty or null (it then matches on its own hashes, with a
+    :class:`ShardWarning`), or 1 to 8 orientations, with or without the crop
+    and rotation entries; any other length, or a null hash, is an error.
 ``phash_hex``, ``dhash_hex`` (string)
     Written beside ``phash`` and ``dhash`` as 16 lowercase hex characters, the
     form of the CSV exports, for engines and tools without unsigned 64-bit
@@ -58,7 +63,9 @@ cannot), so the name reads back as the very path it was.
 
 Any other column is ignored. leakaudit also records how the hashes were made
 (decoding options, dihedral entries) in the Parquet schema metadata under the
-key ``leakaudit``; shards whose records disagree are refused.
+key ``leakaudit``; shards whose records disagree are refused. The record
+says how the hashes were made; limits on reading (``max_file_bytes``,
+``max_pixels``, ``max_decode_pixels``) are never taken from it.
 
 Reading a folder takes every ``*.parquet`` file below it (recursively, names
 starting with ``.`` or ``_`` skipped, as Spark's ``_SUCCESS`` and temporary
@@ -76,6 +83,7 @@ import dataclasses
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,10 +93,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._text import printable
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, source_digest
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.hashing import (
+    _MAX_ORIENTATIONS,
+    N_EXTRA_ENTRIES,
     ON_ERROR_CHOICES,
     HashTable,
     OrientationHashes,
@@ -97,6 +108,7 @@ from leakaudit.hashing import (
 from leakaudit.loading import DecodeOptions, resolve_decode
 from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
 from leakaudit.report import LeakageReport
+from leakaudit.safe_io import resolve_within
 from leakaudit.verify import VerifyOptions
 
 __all__ = [
@@ -106,6 +118,7 @@ __all__ = [
     "SHARD_FORMAT_VERSION",
     "SHARD_METADATA_KEY",
     "HashShards",
+    "ShardWarning",
     "audit_hash_shards",
     "check_new_shard_folder",
     "decode_options_of",
@@ -134,10 +147,16 @@ SHARD_METADATA_KEY = "leakaudit"
 SHARD_FORMAT = "leakaudit-hash-shards"
 SHARD_FORMAT_VERSION = 1
 
+#: DecodeOptions fields that bound what is read: never taken from a shard's metadata.
+_READ_LIMITS = ("max_file_bytes", "max_pixels", "max_decode_pixels")
 _INSTALL_HINT = "pip install 'leakaudit-vision[parquet]'"
 _ORIENTATION_COLUMNS = ("orientation_phash", "orientation_dhash")
 #: Rows per file :func:`write_hash_shards` writes (about 40 MB of Parquet with entries).
 _ROWS_PER_SHARD = 1_000_000
+
+
+class ShardWarning(UserWarning):
+    """Shard rows taken as they could be: paths outside the images root, rows without entries."""
 
 
 def require_pyarrow() -> Any:
@@ -176,23 +195,31 @@ def decode_options_of(hashing: Mapping[str, Any] | None) -> DecodeOptions | None
     """The :class:`DecodeOptions` a :func:`hashing_metadata` record describes (None: unknown).
 
     Fields the record lacks take their defaults; fields this version does not
-    know are ignored.
+    know are ignored. The limits on what is read (``max_file_bytes``,
+    ``max_pixels``, ``max_decode_pixels``) always take their defaults: a
+    record is data, and data never decides how much of a file is read.
 
     Examples
     --------
     >>> decode_options_of(hashing_metadata(DecodeOptions(min_side=32), dihedral=False)).min_side
     32
+    >>> big = hashing_metadata(DecodeOptions(max_file_bytes=10**13), dihedral=False)
+    >>> decode_options_of(big).max_file_bytes == DecodeOptions().max_file_bytes
+    True
     >>> decode_options_of(None) is None
     True
     """
     if not hashing or not isinstance(hashing.get("decode"), Mapping):
         return None
-    known = {f.name: f for f in dataclasses.fields(DecodeOptions)}
+    known = {f.name for f in dataclasses.fields(DecodeOptions)} - set(_READ_LIMITS)
     values: dict[str, Any] = {}
     for name, value in hashing["decode"].items():
         if name in known:
             values[name] = tuple(value) if isinstance(value, list) else value
-    return DecodeOptions(**values)
+    try:
+        return DecodeOptions(**values)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"the shards' recorded decoding options are invalid: {error}") from None
 
 
 def _metadata_bytes(hashing: Mapping[str, Any] | None) -> bytes:
@@ -614,7 +641,7 @@ class _Part:
 
 
 def _entries(
-    pa: Any, column: Any, name: str, label: str
+    pa: Any, column: Any, name: str, label: str, ids: NDArray[np.object_]
 ) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
     kind = column.type
     if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not (
@@ -627,14 +654,44 @@ def _entries(
     counts = np.asarray(lists.value_lengths().fill_null(0).to_numpy(), dtype=np.int64)
     flat = lists.flatten()
     if flat.null_count:
-        raise ValueError(f"{label}: column {name!r} must not hold null hashes.")
+        at = int(np.flatnonzero(~np.asarray(flat.is_valid().to_numpy(zero_copy_only=False)))[0])
+        row = int(np.searchsorted(np.cumsum(counts), at, side="right"))
+        raise ValueError(
+            f"{label}: column {name!r} must not hold null hashes; row {row} (id {ids[row]!r}) does."
+        )
     values = np.ascontiguousarray(flat.to_numpy(zero_copy_only=False)).view(np.uint64).copy()
+    # An empty or null list is no entries (the row then matches on its own hashes, see
+    # _combine); any other length must be one hashing writes: 1-8 orientations, then
+    # with crop entries the N_EXTRA_ENTRIES after them.
+    allowed = ((counts >= 1) & (counts <= _MAX_ORIENTATIONS)) | (
+        (counts > N_EXTRA_ENTRIES) & (counts <= N_EXTRA_ENTRIES + _MAX_ORIENTATIONS)
+    )
+    bad = np.flatnonzero((counts != 0) & ~allowed)
+    if bad.size:
+        row = int(bad[0])
+        raise ValueError(
+            f"{label}: column {name!r} row {row} (id {ids[row]!r}) has {counts[row]} entries; "
+            f"a row has none, 1 to {_MAX_ORIENTATIONS} (orientations), or those and "
+            f"{N_EXTRA_ENTRIES} crop and rotation entries."
+        )
     return counts, values
+
+
+def _check_unique_columns(names: Sequence[str], label: str) -> None:
+    """One clear line for a column name that appears twice (pyarrow's own error is internals)."""
+    repeated = pd.Index(list(names)).duplicated()
+    if repeated.any():
+        name = names[int(np.flatnonzero(repeated)[0])]
+        raise ValueError(
+            f"{label}: column {printable(str(name))!r} appears {list(names).count(name)} times; "
+            "a hash shard names each column once."
+        )
 
 
 def _parse_part(table: Any, label: str) -> _Part:
     """Validate one shard's table and turn it into compact arrays."""
     pa = require_pyarrow()
+    _check_unique_columns(table.column_names, label)
     names = set(table.column_names)
     missing = [c for c in ("id", "split") if c not in names]
     missing += [c for c in ("phash", "dhash") if c not in names and f"{c}_hex" not in names]
@@ -699,10 +756,10 @@ def _parse_part(table: Any, label: str) -> _Part:
         )
     if present_entries:
         counts, entry_phash = _entries(
-            pa, table.column("orientation_phash"), "orientation_phash", label
+            pa, table.column("orientation_phash"), "orientation_phash", label, ids
         )
         other, entry_dhash = _entries(
-            pa, table.column("orientation_dhash"), "orientation_dhash", label
+            pa, table.column("orientation_dhash"), "orientation_dhash", label, ids
         )
         if not np.array_equal(counts, other):
             row = int(np.flatnonzero(counts != other)[0])
@@ -839,6 +896,49 @@ def _known(values: NDArray[Any] | None) -> NDArray[Any]:
     return values
 
 
+def _own_entries(
+    entries: OrientationHashes,
+    counts: NDArray[np.int64],
+    phash: NDArray[np.uint64],
+    dhash: NDArray[np.uint64],
+    linkable: NDArray[np.bool_],
+    place: Callable[[int], str],
+) -> OrientationHashes:
+    """Entries for rows that have none: their own hashes, so no row drops out of matching.
+
+    A row that can link (valid, not low-information) with an empty or null
+    entry list is matched on its own hashes, as its one entry, with one
+    :class:`ShardWarning`. So that its copies among the rows with entries are
+    found too (their entries are canonical orientations, which need not be the
+    image as it is), those rows get their own hashes as one more entry when
+    they lack them: the as-is orientation, one of the eight an entry stands
+    for (rows with crop entries hold it already, as do rows with all eight).
+    """
+    missing = linkable & (counts == 0)
+    if not missing.any():
+        return entries
+    first = int(np.flatnonzero(missing)[0])
+    warnings.warn(
+        f"{int(missing.sum())} shard row(s) have no orientation entries (the first: "
+        f"{place(first)}): they match on their own hashes, and their flipped or rotated "
+        "copies are not found.",
+        ShardWarning,
+        stacklevel=4,
+    )
+    add = missing.copy()
+    partial = linkable & (counts >= 1) & (counts < _MAX_ORIENTATIONS)
+    if partial.any():
+        # Rows that already hold their own hashes among their entries need no second copy.
+        rows = entries.owner
+        holds_own = np.zeros(len(counts), dtype=bool)
+        holds_own[rows[(entries.phash == phash[rows]) & (entries.dhash == dhash[rows])]] = True
+        add |= partial & ~holds_own
+    extra = np.flatnonzero(add)
+    return OrientationHashes.merge(
+        [entries, OrientationHashes(owner=extra, phash=phash[extra], dhash=dhash[extra])]
+    )
+
+
 def _combine(parts: Sequence[_Part], labels: Sequence[str]) -> HashShards:
     if not parts:
         raise ValueError("no hash shards to combine.")
@@ -864,15 +964,15 @@ def _combine(parts: Sequence[_Part], labels: Sequence[str]) -> HashShards:
     sizes = np.array([len(part.ids) for part in parts], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     ids = np.concatenate([part.ids for part in parts]).astype(object)
+
+    def place(row: int) -> str:
+        k = int(np.searchsorted(starts, row, side="right")) - 1
+        return f"{labels[k]} (row {row - int(starts[k])})"
+
     duplicated = pd.Index(ids, dtype=object).duplicated()  # object: names need not be UTF-8
     if duplicated.any():
         repeat = int(np.flatnonzero(duplicated)[0])
         original = int(np.flatnonzero(ids == ids[repeat])[0])
-
-        def place(row: int) -> str:
-            k = int(np.searchsorted(starts, row, side="right")) - 1
-            return f"{labels[k]} (row {row - int(starts[k])})"
-
         raise ValueError(
             f"ids must be unique across the shards; {ids[repeat]!r} is in {place(original)} "
             f"and in {place(repeat)}."
@@ -895,23 +995,33 @@ def _combine(parts: Sequence[_Part], labels: Sequence[str]) -> HashShards:
     if errors:
         valid[np.fromiter(errors, dtype=np.int64)] = False
     orientations = None
+    phash = np.concatenate([part.phash for part in parts])
+    dhash = np.concatenate([part.dhash for part in parts])
+    low = np.concatenate([part.low_information for part in parts])
     if all(with_entries):
         counts = np.concatenate([_known(p.entry_counts) for p in parts])
         keep = np.repeat(valid, counts)  # an unreadable row's entries are not kept
-        orientations = OrientationHashes(
-            owner=np.repeat(np.arange(len(ids), dtype=np.int64), np.where(valid, counts, 0)),
-            phash=np.concatenate([_known(p.entry_phash) for p in parts])[keep],
-            dhash=np.concatenate([_known(p.entry_dhash) for p in parts])[keep],
+        orientations = _own_entries(
+            OrientationHashes(
+                owner=np.repeat(np.arange(len(ids), dtype=np.int64), np.where(valid, counts, 0)),
+                phash=np.concatenate([_known(p.entry_phash) for p in parts])[keep],
+                dhash=np.concatenate([_known(p.entry_dhash) for p in parts])[keep],
+            ),
+            np.where(valid, counts, 0),
+            phash,
+            dhash,
+            valid & ~low,
+            lambda row: f"{place(row)}, id {ids[row]!r}",
         )
     return HashShards(
         ids=ids,
         split_codes=np.asarray(codes, dtype=np.int32),
         split_names=tuple(str(name) for name in uniques),
-        phash=np.concatenate([part.phash for part in parts]),
-        dhash=np.concatenate([part.dhash for part in parts]),
+        phash=phash,
+        dhash=dhash,
         digest=np.concatenate([part.digest for part in parts]),
         has_digest=np.concatenate([part.has_digest for part in parts]),
-        low_information=np.concatenate([part.low_information for part in parts]),
+        low_information=low,
         valid=valid,
         errors=errors,
         paths=paths,
@@ -967,6 +1077,7 @@ def read_hash_shards(folder: str | os.PathLike[str]) -> HashShards:
     for path in files:
         try:
             schema = pq.read_schema(path)
+            _check_unique_columns(schema.names, str(path))
             wanted = [
                 name for name in schema.names if name in (*SHARD_COLUMNS, *OPTIONAL_SHARD_COLUMNS)
             ]
@@ -995,22 +1106,40 @@ def _why_unverified(method: str, threshold: ThresholdSpec) -> str | None:
     return None
 
 
-def _readable_paths(paths: NDArray[np.object_] | None) -> list[Any] | None:
+def _readable_paths(
+    paths: NDArray[np.object_] | None, root: str
+) -> tuple[list[Any] | None, list[str]]:
+    """The files of the ``path`` column that may be read: those resolving inside ``root``.
+
+    Returns ``(sources, outside)``: each row's resolved file (None where there
+    is none to read; None for all when no row has one) and the paths that
+    resolve outside ``root``, which are never opened.
+    """
     if paths is None:
-        return None
-    found = [p if isinstance(p, str) and os.path.isfile(p) else None for p in paths.tolist()]
-    return found if any(p is not None for p in found) else None
+        return None, []
+    found: list[Any] = []
+    outside: list[str] = []
+    for path in paths.tolist():
+        if not isinstance(path, str):
+            found.append(None)
+            continue
+        resolved = resolve_within(path, root)
+        if resolved is None:
+            outside.append(path)
+        found.append(resolved if resolved is not None and os.path.isfile(resolved) else None)
+    return (found if any(p is not None for p in found) else None), outside
 
 
 def _fill_copy_digests(
-    frame: pd.DataFrame, shards: HashShards, images: Sequence[Any] | None
+    frame: pd.DataFrame, shards: HashShards, images: Sequence[Any] | None, max_bytes: int
 ) -> None:
     """The report's ``digest`` of rows whose two hashes equal another row's, as the core fills it.
 
     These rows are the only byte-copy candidates; the digest lets the pairs
     table tell a byte copy from a re-encode (grouping never uses it). It comes
     from the shards' ``digest`` column, else from the row's image when there is
-    one (``images``, or the readable file of its ``path``).
+    one (``images``, or the readable file of its ``path``), never reading a
+    file over ``max_bytes``.
     """
     rows = np.flatnonzero(shards.valid & ~shards.low_information)
     hashes = pd.DataFrame({"phash": shards.phash[rows], "dhash": shards.dhash[rows]})
@@ -1024,7 +1153,10 @@ def _fill_copy_digests(
         if shards.has_digest[row]:
             values.append(f"{int(shards.digest[row]):016x}")
         else:
-            values.append(source_digest(images[row]) if images is not None else None)
+            digest = None
+            if images is not None:
+                digest = source_digest(images[row], max_bytes=max_bytes)
+            values.append(digest)
     frame.loc[wanted, "digest"] = values
 
 
@@ -1039,6 +1171,7 @@ def audit_hash_shards(
     decode: DecodeOptions | None = None,
     on_error: str = "warn",
     workers: int | None = None,
+    images_root: str | os.PathLike[str] | None = None,
 ) -> LeakageReport:
     """Group hash shards and audit the groups against their splits.
 
@@ -1058,16 +1191,18 @@ def audit_hash_shards(
     verify : "auto", bool or VerifyOptions, default "auto"
         Hashes propose, verification decides, as in
         :func:`leakaudit.audit_splits`; it needs the images. They are ``images``
-        when given, else the files of the ``path`` column that exist here. When
-        there are none, the shards are grouped by their hashes alone (the
-        threshold rule, as for any table without images) and
+        when given, else the files of the ``path`` column that exist inside
+        ``images_root``. When there are none, the shards are grouped by their
+        hashes alone (the threshold rule, as for any table without images) and
         ``report.parameters["verification"]`` says so; ``verify=True`` then
         raises.
     images : sequence, optional
         One image (path, bytes, PIL image, or None) per row, for verification.
     decode : DecodeOptions, optional
         The decoding the hashes were made with (verification decodes alike);
-        default: what the shards record, else the defaults.
+        default: what the shards record, else the defaults. Limits on what is
+        read (``max_file_bytes``, ``max_pixels``) are never taken from the
+        shards: they are ``decode``'s, else the defaults.
     on_error : {"warn", "raise", "ignore"}, default "warn"
         Rows with an ``error`` stay in the report as unreadable images; "warn"
         emits one :class:`~leakaudit.hashing.UnreadableImageWarning` naming
@@ -1075,12 +1210,23 @@ def audit_hash_shards(
         :class:`~leakaudit.errors.ImageLoadError`.
     workers : int, optional
         Threads verification decodes with.
+    images_root : path-like, optional
+        The folder image files may be read from. The ``path`` column is data
+        (anyone who wrote the shards chose it), so a file is opened only when
+        its path resolves, links followed, inside this folder: for
+        verification, the byte digests, and the HTML thumbnails and ``--show``
+        pictures of the report (:meth:`LeakageReport.image_file`). Paths that
+        resolve elsewhere are never opened (one :class:`ShardWarning` counts
+        them; their pairs are decided by the hashes). Default None: no file
+        is read, the hashes decide, and the report says so.
 
     Returns
     -------
     LeakageReport
         ``report.table`` has one row per shard row, in shard order, with an
-        ``id`` column after ``split``.
+        ``id`` column after ``split``. ``parameters["images_root"]`` records
+        the resolved folder (None: none), ``parameters["images"]`` what was
+        not read, in words.
 
     Examples
     --------
@@ -1098,6 +1244,11 @@ def audit_hash_shards(
     """
     check_choice("on_error", on_error, ON_ERROR_CHOICES)
     resolve_threshold(method, threshold)
+    root: str | None = None
+    if images_root is not None:
+        if not isinstance(images_root, (str, os.PathLike)) or not os.path.isdir(images_root):
+            raise ValueError(f"images_root must be a folder; got {describe(images_root)}.")
+        root = os.path.realpath(images_root)
     from_folder = not isinstance(shards, HashShards)
     if not isinstance(shards, HashShards):
         if not isinstance(shards, (str, os.PathLike)):
@@ -1112,6 +1263,8 @@ def audit_hash_shards(
             "dihedral=True needs the orientation entries: the shards have no "
             "orientation_phash / orientation_dhash columns (hash with dihedral=True)."
         )
+    # What the shards record says how the hashes were made; the limits on reading are
+    # the caller's (decode_options_of never takes them from the record).
     options = resolve_decode(decode) if decode is not None else decode_options_of(shards.hashing)
     table = shards.hash_table()
     names = table.sources
@@ -1120,18 +1273,43 @@ def audit_hash_shards(
             f"images must have one image per row (length {len(shards)}); got length {len(images)}."
         )
     # Images given are used as given (None rows are decided by their hashes); from the
-    # path column, only files that exist here count, and none at all means no images.
-    sources = list(images) if images is not None else _readable_paths(shards.paths)
+    # path column, only files inside images_root count, and none at all means no images.
+    outside: list[str] = []
+    sources: list[Any] | None = None
+    if images is not None:
+        sources = list(images)
+    elif root is not None:
+        sources, outside = _readable_paths(shards.paths, root)
     apply_on_error(table.errors, on_error, total=len(shards), name_of=names.__getitem__)
     parameters: dict[str, Any] = decode_parameters(options) if options is not None else {}
     if from_folder:
         parameters["hash_shards"] = len(shards.files)
+    parameters["images_root"] = root
+    if root is None:
+        parameters["images"] = (
+            "image files named in the shards were not read (no --images-root / images_root "
+            "given): "
+            + ("the images given were verified" if images is not None else "the hashes decided")
+            + "; no thumbnails or --show pictures"
+        )
+    elif outside:
+        parameters["images"] = (
+            f"{len(outside)} shard path(s) lie outside the images root {root} and were not "
+            "read: the hashes decided their pairs"
+        )
+        warnings.warn(
+            f"{len(outside)} shard path(s) resolve outside the images root {root} and are not "
+            f"read (the hashes decide their pairs), e.g. {printable(outside[0])}",
+            ShardWarning,
+            stacklevel=2,
+        )
     run_verify: VerifySpec = verify
     if sources is None and verify is not False:
         if verify is True or isinstance(verify, VerifyOptions):
             raise ValueError(
                 "verify needs the images: the shards have no 'path' column with files that "
-                "exist here; pass images=, or verify='auto' / False to group by hashes alone."
+                "exist inside images_root (--images-root); pass images_root= or images=, or "
+                "verify='auto' / False to group by hashes alone."
             )
         if verify != "auto":
             raise ValueError(
@@ -1139,10 +1317,16 @@ def audit_hash_shards(
             )
         run_verify = False  # nothing to decode: the threshold rule, said so below
         parameters["stages"] = ["hash threshold"]
+        no_images = (
+            "images not read: no images root given (--images-root, images_root=); grouped "
+            "by the hashes alone"
+            if root is None
+            else "the shards carry no readable image paths inside the images root: grouped "
+            "by the hashes alone"
+        )
         parameters["verification"] = {
             "ran": False,
-            "why": _why_unverified(method, threshold)
-            or "the shards carry no readable image paths: grouped by the hashes alone",
+            "why": _why_unverified(method, threshold) or no_images,
         }
     report = audit_hash_table(
         table,
@@ -1159,5 +1343,6 @@ def audit_hash_shards(
         workers=workers,
     )
     if report.table is not None:
-        _fill_copy_digests(report.table, shards, sources)
+        limit = resolve_decode(options).max_file_bytes
+        _fill_copy_digests(report.table, shards, sources, limit)
     return report

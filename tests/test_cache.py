@@ -534,6 +534,35 @@ def _damaged_run(cache_dir: Path, paths: list[Path]) -> list[warnings.WarningMes
     return [w for w in caught if issubclass(w.category, CacheWarning)]
 
 
+def _write_other_version(path: Path) -> None:
+    """The cache as another leakaudit version (another schema version) leaves it."""
+    db = sqlite3.connect(path)
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    db.execute(f"PRAGMA user_version={version + 1}")
+    db.close()
+
+
+def test_at_most_one_set_aside_cache_is_kept(tmp_path: Path, files: list[Path]) -> None:
+    """Each run under a new cache version sets the old file aside: only the last one stays."""
+    cache_dir = tmp_path / "cache"
+    hash_sources_cached(files, cache=cache_dir, workers=1, on_error="ignore")
+    database = cache_dir / DATABASE_NAME
+    # What earlier runs (other seconds, other processes) left, and a file of the user's.
+    for stamp in ("20240101-000000-11", "20250101-000000-12"):
+        (cache_dir / f"{DATABASE_NAME}.corrupt-{stamp}").write_bytes(b"old")
+        (cache_dir / f"{DATABASE_NAME}.corrupt-{stamp}-wal").write_bytes(b"old")
+    (cache_dir / "notes.txt").write_text("mine")
+    for _ in range(3):
+        _write_other_version(database)
+        caught = _damaged_run(cache_dir, files)
+        assert len(caught) == 1 and "was damaged" in str(caught[0].message)
+        aside = [p.name for p in cache_dir.iterdir() if ".corrupt-" in p.name]
+        assert len([n for n in aside if not n.endswith("-wal")]) == 1, aside
+        assert len(aside) <= 2, aside
+    assert (cache_dir / "notes.txt").read_text() == "mine"
+    assert len(HashCache(cache_dir)) == len(files)  # rebuilt
+
+
 def _write_wrong_schema(path: Path) -> None:
     db = sqlite3.connect(path)
     with db:

@@ -54,7 +54,7 @@ def _tables(report: dict[str, object]) -> dict[str, pd.DataFrame]:
 
 
 def test_scan_writes_shards_group_gives_the_same_report(
-    scanned: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scanned: tuple[Path, Path], demo_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hashes, scan_json = scanned
     assert [f.name for f in shard_files(hashes)] == ["part-00000.parquet"]
@@ -63,7 +63,18 @@ def test_scan_writes_shards_group_gives_the_same_report(
     assert all(Path(p).is_absolute() for p in shards.paths if p is not None)  # type: ignore[union-attr]
     group_json = tmp_path / "group.json"
     capsys.readouterr()
-    code = main(["group", str(hashes), "--json", str(group_json), "--workers", "1"])
+    code = main(
+        [
+            "group",
+            str(hashes),
+            "--json",
+            str(group_json),
+            "--workers",
+            "1",
+            "--images-root",
+            str(demo_root),
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0
     assert "LEAKAGE: 8 of 70 images" in out.out
@@ -74,6 +85,7 @@ def test_scan_writes_shards_group_gives_the_same_report(
         assert scan[key] == group[key], key
     group_parameters = dict(group["parameters"])
     assert group_parameters.pop("hash_shards") == 1
+    assert group_parameters.pop("images_root") == str(demo_root.resolve())
     assert group_parameters == scan["parameters"]
     left, right = _tables(scan), _tables(group)
     assert set(left) == set(right)
@@ -138,7 +150,8 @@ def test_group_without_paths_says_it_grouped_by_hashes(
     assert main(["group", str(folder), "--fail-on-leak"]) == 1
     out = capsys.readouterr().out
     assert "LEAKAGE: 2 of 3 images" in out
-    assert "Verification: did not run (the shards carry no readable image paths" in out
+    assert "Verification: did not run (images not read: no images root given" in out
+    assert "Note: image files named in the shards were not read" in out
 
 
 def test_hashes_out_refuses_existing_shards(
@@ -192,3 +205,65 @@ def test_group_as_a_subprocess(scanned: tuple[Path, Path], tmp_path: Path) -> No
         timeout=300,
     ).stdout
     assert "--hashes-out DIR" in help_text
+
+
+def test_group_reads_images_only_under_images_root(
+    scanned: tuple[Path, Path], demo_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Crafted shard paths (outside the dataset) are never decoded, thumbnailed or shown."""
+    hashes, _ = scanned
+    shards = read_hash_shards(hashes)
+    assert shards.paths is not None
+    # The same shards, every path moved to a private copy of the dataset beside it.
+    private = tmp_path / "private"
+    private.mkdir()
+    moved = []
+    for path in shards.paths.tolist():
+        target = private / Path(path).relative_to(demo_root.resolve())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(Path(path).read_bytes())
+        moved.append(str(target))
+    table = pq.read_table(shard_files(hashes)[0])
+    table = table.set_column(table.schema.get_field_index("path"), "path", pa.array(moved))
+    crafted = tmp_path / "crafted"
+    crafted.mkdir()
+    pq.write_table(table, crafted / "part-00000.parquet")
+    show, html = tmp_path / "show", tmp_path / "r.html"
+    argv = ["group", str(crafted), "--quiet", "--show", str(show), "--html", str(html)]
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "images not read: no images root given" in out.out
+    assert "Note: image files named in the shards were not read" in out.out
+    assert not show.exists() or not any(show.iterdir())
+    assert "data:image/jpeg" not in html.read_text()
+    # --images-root DIR: the dataset, where none of the crafted paths lies
+    assert main([*argv, "--images-root", str(demo_root)]) == 0
+    out = capsys.readouterr()
+    assert "lie outside the images root" in out.out
+    assert "resolve outside the images root" in out.err  # the one warning
+    assert "data:image/jpeg" not in html.read_text()
+    # --images-root the private copy: now they are read, verified and shown
+    assert main([*argv, "--images-root", str(private)]) == 0
+    out = capsys.readouterr()
+    assert "Verification: 5 candidate pair(s), 5 verified" in out.out
+    assert any(show.glob("leak_*.png")) and "data:image/jpeg" in html.read_text()
+    assert main([*argv, "--images-root", str(tmp_path / "nope")]) == 2
+    assert "--images-root must be a folder" in capsys.readouterr().err
+
+
+def test_group_duplicated_column_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "dup"
+    folder.mkdir()
+    table = pa.Table.from_arrays(
+        [pa.array(["a"]), pa.array(["train"]), pa.array([1], pa.uint64()),
+         pa.array([2], pa.uint64()), pa.array([None], pa.string()), pa.array([3], pa.uint64())],
+        names=["id", "split", "phash", "dhash", "error", "phash"],
+    )  # fmt: skip
+    pq.write_table(table, folder / "part-1.parquet")
+    assert main(["group", str(folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "part-1.parquet: column 'phash' appears 2 times" in err[0]

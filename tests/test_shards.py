@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -24,8 +26,10 @@ from leakaudit.hashing import UnreadableImageWarning, hash_sources  # noqa: E402
 from leakaudit.shards import (  # noqa: E402
     SHARD_COLUMNS,
     HashShards,
+    ShardWarning,
     audit_hash_shards,
     check_new_shard_folder,
+    decode_options_of,
     hash_shard_table,
     hashing_metadata,
     read_hash_shards,
@@ -171,11 +175,18 @@ def test_schema_written(shard_folder: Path) -> None:
     assert record["format"] == "leakaudit-hash-shards" and record["hashing"]["dihedral"] is True
 
 
-def test_grouping_shards_equals_the_direct_audit(shard_folder: Path, plain: Any) -> None:
-    report = _quiet_audit(shard_folder)
+def _root_of(dataset: tuple[list[str], list[str]]) -> Path:
+    return Path(dataset[0][0]).parents[1]
+
+
+def test_grouping_shards_equals_the_direct_audit(
+    shard_folder: Path, plain: Any, dataset: Any
+) -> None:
+    report = _quiet_audit(shard_folder, images_root=_root_of(dataset))
     assert_same_report(plain, report)
     params = dict(report.parameters)
     assert params.pop("hash_shards") == 4
+    assert params.pop("images_root") == str(_root_of(dataset).resolve())
     assert params == plain.parameters
     assert report.table.columns[2] == "id"
     assert report.n_leaked_images > 0 and report.n_unreadable == 2
@@ -191,7 +202,10 @@ def test_shard_count_does_not_change_the_report(
     one = tmp_path / "one"
     write_hash_shards(hashed, one, ids=paths, split=splits, paths=paths)
     assert len(shard_files(one)) == 1
-    assert_same_report(_quiet_audit(one), _quiet_audit(shard_folder))
+    root = _root_of(dataset)
+    assert_same_report(
+        _quiet_audit(one, images_root=root), _quiet_audit(shard_folder, images_root=root)
+    )
 
 
 def test_without_paths_groups_by_hashes_alone(tmp_path: Path, hashed: Any, dataset: Any) -> None:
@@ -529,4 +543,303 @@ def test_hugging_face_map_output_is_a_shard(tmp_path: Path, dataset: Any, plain:
     hashed = hashed.add_column("path", paths)
     (tmp_path / "hf").mkdir()
     hashed.to_parquet(str(tmp_path / "hf" / "hashes.parquet"))
-    assert_same_report(plain, _quiet_audit(tmp_path / "hf", decode=OPTIONS))
+    report = _quiet_audit(tmp_path / "hf", decode=OPTIONS, images_root=_root_of(dataset))
+    assert_same_report(plain, report)
+
+
+# ------------------------------------------------ what a shard may make us read (issue 23)
+
+#: Files opened under a watched folder while ``_OPENED`` is a list (an audit hook sees every
+#: ``open`` Python makes: builtins.open, os.open, Pillow's).
+_OPENED: list[str] | None = None
+_WATCHED: list[str] = []
+
+
+def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
+    if _OPENED is None or event != "open" or not args:
+        return
+    name = args[0]
+    if isinstance(name, (str, bytes)) or hasattr(name, "__fspath__"):
+        text = os.fsdecode(name)
+        if any(text.startswith(folder) for folder in _WATCHED):
+            _OPENED.append(text)
+
+
+sys.addaudithook(_audit_hook)
+
+
+def _opened_under(folder: Path, call: Any) -> tuple[Any, list[str]]:
+    """Run ``call()``; return its result and the files under ``folder`` it opened."""
+    global _OPENED
+    _WATCHED[:] = [str(folder), os.path.realpath(folder)]
+    _OPENED = []
+    try:
+        result = call()
+        return result, list(_OPENED)
+    finally:
+        _OPENED = None
+
+
+def _private_layout(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A dataset root and a private folder beside it; shards naming files of both.
+
+    ``data/train/a.png`` and ``data/test/copy.png`` are one image; the shards also name
+    ``private/secret.png`` (the same image, outside the root), ``data/test/link.png`` (a
+    link from inside the root to ``private/other.png``) and ``/etc/passwd``.
+    """
+    data, private = tmp_path / "data", tmp_path / "private"
+    for folder in (data / "train", data / "test", private):
+        folder.mkdir(parents=True)
+    image = _encode(imagegen.photo_like(7, (160, 120)), "PNG")
+    other = _encode(imagegen.photo_like(7, (160, 120)).resize((120, 90)), "PNG")
+    (data / "train" / "a.png").write_bytes(image)
+    (data / "test" / "copy.png").write_bytes(image)
+    (private / "secret.png").write_bytes(image)
+    (private / "other.png").write_bytes(other)
+    (data / "test" / "link.png").symlink_to(private / "other.png")
+    paths = [
+        str(data / "train" / "a.png"),
+        str(data / "test" / "copy.png"),
+        str(private / "secret.png"),
+        str(data / "test" / "link.png"),
+        "/etc/passwd",
+    ]
+    hashed = hash_sources(
+        [*paths[:4], paths[0]], decode=OPTIONS, dihedral=True, workers=1
+    )  # /etc/passwd: a's hashes, as a crafted shard would claim
+    folder = tmp_path / "shards"
+    write_hash_shards(
+        hashed,
+        folder,
+        ids=[f"row{i}" for i in range(5)],
+        split=["train", "test", "test", "test", "test"],
+        paths=paths,
+        hashing=hashing_metadata(OPTIONS, dihedral=True),
+    )
+    return folder, data, private
+
+
+def test_without_images_root_no_file_is_read(tmp_path: Path) -> None:
+    folder, data, _ = _private_layout(tmp_path)
+    report, opened = _opened_under(tmp_path, lambda: _quiet_audit(folder))
+    assert opened == []
+    assert report.parameters["images_root"] is None
+    assert report.parameters["verification"]["ran"] is False
+    text = report.to_text()
+    assert "images not read: no images root given" in text
+    assert "Note: image files named in the shards were not read" in text
+    assert report.n_leaked_images == 5  # the hashes decide: every row is one image
+    assert report.image_file(str(data / "train" / "a.png")) is None
+    from leakaudit.htmlreport import render_html
+
+    page, opened = _opened_under(tmp_path, lambda: render_html(report))
+    assert opened == [] and "data:image/jpeg" not in page
+    _, opened = _opened_under(Path("/etc"), lambda: render_html(report))
+    assert opened == []
+    _, opened = _opened_under(Path("/etc"), lambda: _quiet_audit(folder))
+    assert opened == []
+
+
+def test_images_root_reads_only_inside_it(tmp_path: Path) -> None:
+    folder, data, private = _private_layout(tmp_path)
+    with pytest.warns(ShardWarning, match=r"3 shard path\(s\) resolve outside the images root"):
+        report, opened = _opened_under(
+            private, lambda: audit_hash_shards(folder, images_root=data, workers=1)
+        )
+    assert opened == []  # not the file outside, not the one a link inside points to
+    _, opened = _opened_under(Path("/etc"), lambda: _quiet_audit(folder, images_root=data))
+    assert opened == []
+    _, opened = _opened_under(data, lambda: _quiet_audit(folder, images_root=data))
+    assert opened  # the files inside are verified
+    assert report.parameters["images_root"] == str(data.resolve())
+    verification = report.parameters["verification"]
+    assert verification["verified"] >= 1 and verification["unverifiable"] >= 1
+    assert "3 shard path(s) lie outside the images root" in report.to_text()
+    from leakaudit.htmlreport import render_html
+
+    page, opened = _opened_under(private, lambda: render_html(report))
+    assert opened == []
+    assert page.count("data:image/jpeg") == 2  # a.png and copy.png only
+    assert report.image_file(str(data / "test" / "link.png")) is None
+    assert report.image_file(str(data / "train" / "a.png")) == str(
+        (data / "train" / "a.png").resolve()
+    )
+    with pytest.raises(ValueError, match="images_root must be a folder"):
+        audit_hash_shards(folder, images_root=tmp_path / "missing")
+
+
+def test_shard_metadata_never_sets_read_limits(tmp_path: Path) -> None:
+    """A shard recording max_file_bytes=10**13 does not make a 600 MB file be read."""
+    import tracemalloc
+
+    from leakaudit.loading import DecodeOptions
+
+    data = tmp_path / "data"
+    (data / "train").mkdir(parents=True)
+    (data / "test").mkdir()
+    image = _encode(imagegen.photo_like(3, (160, 120)), "PNG")
+    (data / "train" / "a.png").write_bytes(image)
+    big = data / "test" / "big.png"
+    with open(big, "wb") as file:  # a PNG, then a sparse tail: no disk used
+        file.write(image)
+        file.truncate(600 * 2**20)
+    hashed = hash_sources([data / "train" / "a.png"] * 2, decode=OPTIONS, dihedral=True)
+    lax = dataclasses.replace(
+        OPTIONS, max_file_bytes=10**13, max_pixels=10**12, max_decode_pixels=10**12
+    )
+    folder = tmp_path / "shards"
+    write_hash_shards(
+        hashed,
+        folder,
+        ids=["a", "big"],
+        split=["train", "test"],
+        paths=[str(data / "train" / "a.png"), str(big)],
+        hashing=hashing_metadata(lax, dihedral=True),
+    )
+    shards = read_hash_shards(folder)
+    assert shards.hashing is not None and shards.hashing["decode"]["max_file_bytes"] == 10**13
+    recorded = decode_options_of(shards.hashing)
+    assert recorded is not None
+    assert recorded.max_file_bytes == DecodeOptions().max_file_bytes
+    assert recorded.max_pixels == DecodeOptions().max_pixels
+    assert recorded.max_decode_pixels == DecodeOptions().max_decode_pixels
+    assert recorded.crop_entries == OPTIONS.crop_entries  # how the hashes were made is kept
+    tracemalloc.start()
+    try:
+        report = _quiet_audit(folder, images_root=data, workers=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, peak
+    assert report.n_leaked_images == 2  # decided by the hashes: the big file is not read
+    assert report.table.set_index("id")["digest"].isna()["big"]
+
+
+def test_source_digest_skips_files_over_the_limit(tmp_path: Path) -> None:
+    import resource
+    import tracemalloc
+
+    from leakaudit.audit import source_digest
+
+    huge = tmp_path / "huge.png"
+    with open(huge, "wb") as file:
+        file.write(b"\x89PNG\r\n\x1a\n")
+        file.truncate(3 * 2**30)  # sparse: 3 GB that use no disk
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"x" * 3_000_000)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    try:
+        assert source_digest(huge, max_bytes=2**20) is None
+        assert source_digest(huge) is None  # over the default max_file_bytes (512 MiB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, peak
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 2**10  # KiB
+    import hashlib
+
+    expected = hashlib.blake2b(small.read_bytes(), digest_size=8).hexdigest()
+    assert source_digest(small) == expected  # read in pieces, same digest
+    assert source_digest(small, max_bytes=2_999_999) is None
+    assert source_digest(small, max_bytes=3_000_000) == expected
+    os.mkfifo(tmp_path / "pipe")
+    assert source_digest(tmp_path / "pipe") is None  # not a regular file: never blocks
+
+
+# ------------------------------------------------------ empty orientation lists (issue 23)
+
+
+def _entry_table(phash: list[int], dhash: list[int], entries: list[Any], splits: list[str]) -> Any:
+    n = len(phash)
+    lists = pa.list_(pa.uint64())
+    return pa.table(
+        {
+            "id": pa.array([f"r{i}" for i in range(n)], pa.string()),
+            "split": pa.array(splits, pa.string()),
+            "phash": pa.array(phash, pa.uint64()),
+            "dhash": pa.array(dhash, pa.uint64()),
+            "error": pa.array([None] * n, pa.string()),
+            "orientation_phash": pa.array(
+                [None if e is None else [p for p, _ in e] for e in entries], lists
+            ),
+            "orientation_dhash": pa.array(
+                [None if e is None else [d for _, d in e] for e in entries], lists
+            ),
+        }
+    )
+
+
+def test_rows_without_orientation_entries_still_match(tmp_path: Path) -> None:
+    a, b = 0x0123456789ABCDEF, 0x0FEDCBA987654321
+    table = _entry_table([a, a], [b, b], [[], None], ["train", "test"])
+    path = _write(tmp_path / "empty", "part-0.parquet", table)
+    with pytest.warns(ShardWarning, match=r"2 shard row\(s\) have no orientation entries"):
+        report = audit_hash_shards(path.parent)
+    assert report.n_leaked_images == 2
+    assert "part-0.parquet (row 0), id 'r0'" in str(
+        _warning_of(lambda: audit_hash_shards(path.parent))
+    )
+
+
+def _warning_of(call: Any) -> Any:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return next(w.message for w in caught if issubclass(w.category, ShardWarning))
+
+
+def test_a_row_without_entries_matches_its_copy_that_has_them(tmp_path: Path) -> None:
+    """The copy's entries are canonical orientations, not the image as it is."""
+    for seed in range(40):
+        image = imagegen.photo_like(seed, (160, 120))
+        hashed = hash_sources([image], dihedral=True)
+        own = (int(hashed.phash[0]), int(hashed.dhash[0]))
+        entries = list(
+            zip(hashed.orientations.phash.tolist(), hashed.orientations.dhash.tolist(), strict=True)
+        )
+        if own not in entries:
+            break
+    else:  # pragma: no cover - the canonical orientation is the identity 1 time in 8
+        pytest.skip("no image found whose canonical orientation differs")
+    table = _entry_table([own[0]] * 2, [own[1]] * 2, [entries, []], ["train", "test"])
+    path = _write(tmp_path / "mixed", "part-0.parquet", table)
+    with pytest.warns(ShardWarning, match="no orientation entries"):
+        report = audit_hash_shards(path.parent)
+    assert report.n_leaked_images == 2
+    from leakaudit.cli import main
+
+    assert main(["group", str(path.parent), "--quiet", "--fail-on-leak"]) == 1
+
+
+def test_malformed_orientation_lists_are_errors(tmp_path: Path) -> None:
+    a, b = 5, 6
+    nine = [(a + i, b + i) for i in range(9)]  # more than 8 orientations, no crop entries
+    table = _entry_table([a, a], [b, b], [[(a, b)], nine], ["train", "test"])
+    path = _write(tmp_path / "long", "part-3.parquet", table)
+    with pytest.raises(ValueError, match=r"part-3.parquet: column 'orientation_phash' row 1 "
+                                         r"\(id 'r1'\) has 9 entries"):  # fmt: skip
+        read_hash_shards(path.parent)
+    table = _entry_table([a, a], [b, b], [[(a, b)], [(a, b)]], ["train", "test"])
+    holes = pa.array([[a], [a, None]], pa.list_(pa.uint64()))
+    bad = table.set_column(table.schema.get_field_index("orientation_phash"),
+                           "orientation_phash", holes)  # fmt: skip
+    path = _write(tmp_path / "holes", "part-4.parquet", bad)
+    with pytest.raises(ValueError, match=r"part-4.parquet: column 'orientation_phash' must not "
+                                         r"hold null hashes; row 1 \(id 'r1'\)"):  # fmt: skip
+        read_hash_shards(path.parent)
+
+
+# ------------------------------------------------------------ duplicated columns (issue 23)
+
+
+def test_duplicated_column_names_are_one_clear_error(tmp_path: Path) -> None:
+    base = _minimal(["x", "y"])
+    doubled = pa.Table.from_arrays(
+        [*base.columns, pa.array(["u", "v"])], names=[*base.column_names, "split"]
+    )
+    path = _write(tmp_path / "dup", "part-9.parquet", doubled)
+    with pytest.raises(ValueError, match=r"part-9.parquet: column 'split' appears 2 times"):
+        read_hash_shards(path.parent)
+    with pytest.raises(ValueError, match=r"block 0: column 'split' appears 2 times"):
+        HashShards.from_arrow([doubled])
