@@ -15,9 +15,11 @@ classes:
 - recall of ciFAIR's same-shot pairs (judgment 0 exact or 1 near-duplicate): a pair is
   found when its test image and its train image are in one group;
 - flagged test images: test images in a group with a train image; of those, *listed*
-  (ciFAIR lists the test image with any judgment, or our review judged it 0-1),
-  *different* (our review judged it 3, different pictures), *very similar* (review 2:
-  different shots of one scene, not copies) and *unknown* (in neither list: look at them);
+  (ciFAIR lists the test image with any judgment, or a review judged it 0-1),
+  *different* (a review judged it 3, different pictures), *very similar* (review 2:
+  different shots of one scene, not copies) and *unknown* (in no list: look at them and
+  add the judgments to ``benchmarks/cifar_reviewed.csv``, which is read after the shared
+  ``reviewed_extra_duplicates_dev.csv``);
 - contact sheets (``--out``, default ``benchmarks/_out/cifar/``): the flagged-unknown test
   images with their train group members, and the missed same-shot pairs, upscaled.
 
@@ -51,6 +53,9 @@ DEFAULT_META = next(
     ),
     Path("shared/data/cifar10"),
 )
+#: Our by-eye judgments of flagged test images that neither shared list holds (issue 24),
+#: in the shared list's format: 0 exact, 1 same shot, 2 very similar, 3 different.
+DEFAULT_REVIEW = Path(__file__).resolve().parent / "cifar_reviewed.csv"
 DEFAULT_OUT = Path(__file__).resolve().parent / "_out" / "cifar"
 SCALE = 4  # contact sheets: 32 px images drawn at 128 px
 PAD = 6
@@ -61,10 +66,15 @@ def _dev(path: str) -> bool:
     return len(parts) == 3 and parts[1] in DEV_CLASSES
 
 
-def load_judgments(meta: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """ciFAIR's dev pairs and our reviewed extras (dev classes only, checked)."""
+def load_judgments(meta: Path, review: Path | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """ciFAIR's dev pairs and our reviewed extras (dev classes only, checked); ``review``
+    adds the judgments kept with this benchmark for images the shared list lacks."""
     cifair = pd.read_csv(meta / "cifair_duplicates_dev.csv")
     extra = pd.read_csv(meta / "reviewed_extra_duplicates_dev.csv")
+    if review is not None:
+        ours = pd.read_csv(review)
+        ours = ours[~ours["test_path"].isin(extra["test_path"])]
+        extra = pd.concat([extra, ours], ignore_index=True)
     for name, frame in (("cifair", cifair), ("reviewed_extra", extra)):
         if not frame["test_path"].map(_dev).all():
             raise SystemExit(f"{name}: a test path outside the dev classes; refusing to score it")
@@ -161,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="the CIFAR-10 folder holding train/ and test/")
     parser.add_argument("--meta", type=Path, default=DEFAULT_META, help="the judgments' folder")
+    parser.add_argument(
+        "--review", type=Path, default=DEFAULT_REVIEW, help="extra judgments kept here"
+    )
+    parser.add_argument("--no-review", action="store_true", help="score without --review")
     parser.add_argument("--cache", type=Path, default=None, help="hash cache folder")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="contact sheets' folder")
@@ -173,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
-    cifair, extra = load_judgments(args.meta)
+    cifair, extra = load_judgments(args.meta, None if args.no_review else args.review)
     if args.groups is not None:
         groups, seconds = pd.read_csv(args.groups), float("nan")
     else:
