@@ -985,15 +985,17 @@ def _flat_share(grid: NDArray[np.float32]) -> float:
 
 
 def _drawn(a: View, b: View, weight: NDArray[np.float32] | None) -> bool:
-    """Whether a graphic pair is judged on its colours as they are: one image is drawn.
+    """Whether a pair is judged on its colours as they are: one image is drawn.
 
-    A drawn graphic is a figure on a transparent or plain background (``weight``,
+    A drawn image is a figure on a transparent or plain background (``weight``,
     :func:`_foreground_weight`, or a uniform border that was trimmed) or a picture
     made of flat regions (:data:`_DRAWN_SHARE`, on the whole image, whatever the
-    alignment). Look-alike drawn graphics differ by palette alone (icons of one
-    template recoloured, sprites in another palette), and a colour map between a few
-    flat colours explains any palette swap, so there colour is compared as it is
-    (:func:`_chroma_difference`).
+    alignment), at any size. Look-alike drawings differ by palette alone (icons of
+    one template recoloured, sprites in another palette), and a colour map between a
+    few flat colours explains any palette swap, so there colour is compared as it is
+    (:func:`_chroma_difference`). A low-detail photo (a blurred object on a flat
+    ground) counts as drawn too: its structure says little, so its colour keeps its
+    say.
     """
     if weight is not None or a.has_alpha or b.has_alpha:
         return True
@@ -1174,7 +1176,7 @@ def _compare_grids(
     else:
         # A flat graphic's palette can differ from another's by saturation alone.
         saturation = None
-    drawn = graphic and _drawn(a, b, weight)
+    drawn = _drawn(a, b, weight)
     if drawn:
         chroma = _chroma_difference(rgb_a, rgb_b, saturation=saturation, weight=weight)
     else:
