@@ -11,10 +11,12 @@ accepted pair records the stage and its evidence (:data:`leakaudit.report.EDGE_C
 2. ``pixels``: the two images, decoded again in colour with their alpha, trimmed and
    turned as the hashes saw them, are aligned by the best-matching pair of entries
    (whole, crop or rotation) and compared on a 24 x 24 grid: the structure (zero-mean
-   correlation of luma), the colour (mean chroma difference) and, with transparency,
-   the silhouette (IoU of the alpha masks). This is what separates a recoloured icon
-   or a different sprite in the same pose from a re-encoded copy: their hashes agree
-   (both are luma structure), their colours or silhouettes do not;
+   correlation of luma), the colour (mean chroma difference: as it is for a drawn
+   image, after the best global colour map for a picture, so a grey, toned or
+   channel-scaled copy of a photo passes) and, with transparency, the silhouette (IoU
+   of the alpha masks). This is what separates a recoloured icon or a different
+   sprite in the same pose from a re-encoded copy: their hashes agree (both are luma
+   structure), their colours or silhouettes do not;
 3. ``geometry``: pairs the pixel check finds plausible but not conclusive (crops,
    pads, rotations, partial overlaps) go to local-feature matching with RANSAC
    (:mod:`leakaudit.geometry`, OpenCV), when it is installed.
@@ -166,7 +168,10 @@ class VerifyOptions:
         grid) at or above which the pixel check accepts a pair.
     max_chroma_difference : float, default 12.0
         Largest mean chroma difference (Cb and Cr, 0-255 scale) of an accepted
-        pair; above it the pair is rejected (another colouring).
+        pair; above it the pair is rejected (another colouring). Measured as it
+        is when one image is drawn (a figure on a plain or transparent
+        background, or flat regions), else after the best global colour map
+        (grey, toned and channel-scaled copies of a photo are copies).
     min_silhouette : float, default 0.75
         Smallest IoU of the two alpha masks when both images have transparency.
     geometry : bool or None, default None
