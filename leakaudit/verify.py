@@ -1195,6 +1195,8 @@ def _compare_grids(
         iou = np.count_nonzero(mask_a & mask_b) / union if union else 1.0
     changed = math.nan  # not needed where silhouettes or colours already reject
     if not (iou < limits.min_silhouette or chroma > limits.max_chroma_difference):
+        # A picture's changed pixels are counted on luma: a grey copy's channels are
+        # not a gain and offset of the original's.
         changed = (
             _changed_share(rgb_a, rgb_b, weight)
             if drawn
