@@ -79,7 +79,7 @@ from photos import MAX_IOU, build_photo_corpus, read_manifest  # noqa: E402
 
 DEFAULT_DATA = HERE / "_data" / "closure"
 SYNTHETIC_CORPORA = HERE / "_data" / "cache"
-_RECIPE_VERSION = 2  # bump when a transformation or the base recipe changes
+_RECIPE_VERSION = 3  # bump when a transformation or the base recipe changes
 SPLITS = ("train", "val", "test")
 IMAGE_KINDS = ("photo", "sprite", "icon")
 CONFIGS = ("today", "dihedral+trim", "default")
@@ -90,6 +90,7 @@ TARGETS = {
     "resize": 0.95,
     "format": 0.95,
     "photometric": 0.95,
+    "colour": 0.95,
     "flip": 0.95,
     "rotate90": 0.95,
     "pad": 0.95,
@@ -306,6 +307,37 @@ def _graphics(image_kind: str, width: int, height: int) -> bool:
     return image_kind != "photo"
 
 
+def _photos(image_kind: str, width: int, height: int) -> bool:
+    return image_kind == "photo"
+
+
+def _toned(gains: tuple[float, float, float], offsets: tuple[float, float, float]) -> Apply:
+    """A grey or toned copy of a photo (issue 24): each channel a gain and offset of the
+    image's luma (grey: gains 1, offsets 0; sepia: a warm tint)."""
+
+    def edit(image: Image.Image) -> Image.Image:
+        rgb = np.asarray(image, dtype=np.float32)
+        source = rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+        out = np.stack([source * g + o for g, o in zip(gains, offsets, strict=True)], axis=-1)
+        return Image.fromarray(np.clip(np.rint(out), 0, 255).astype(np.uint8))
+
+    def apply(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+        return _on_rgb(image, edit)
+
+    return apply
+
+
+def _channel_gains(gains: tuple[float, float, float]) -> Apply:
+    def edit(image: Image.Image) -> Image.Image:
+        rgb = np.asarray(image, dtype=np.float32) * np.array(gains, dtype=np.float32)
+        return Image.fromarray(np.clip(np.rint(rgb), 0, 255).astype(np.uint8))
+
+    def apply(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+        return _on_rgb(image, edit)
+
+    return apply
+
+
 def _icons_not(size: int) -> Applies:
     def applies(image_kind: str, width: int, height: int) -> bool:
         return image_kind == "icon" and width != size
@@ -349,6 +381,9 @@ TRANSFORMS = (
     Transform("contrast_x1.25", "photometric", _enhanced(ImageEnhance.Contrast, 1.25)),
     Transform("saturation_x1.5", "photometric", _enhanced(ImageEnhance.Color, 1.5)),
     Transform("gamma_0.8", "photometric", _gamma(0.8)),
+    Transform("grey", "colour", _toned((1.0, 1.0, 1.0), (0.0, 0.0, 0.0)), applies=_photos),
+    Transform("sepia", "colour", _toned((1.07, 0.95, 0.75), (20.0, 10.0, 0.0)), applies=_photos),
+    Transform("channel_gain", "colour", _channel_gains((1.3, 1.0, 0.7)), applies=_photos),
     Transform("mirror", "flip", _transposed(Image.Transpose.FLIP_LEFT_RIGHT)),
     Transform("flip_tb", "flip", _transposed(Image.Transpose.FLIP_TOP_BOTTOM)),
     Transform("rot90", "rotate90", _transposed(Image.Transpose.ROTATE_90)),

@@ -607,3 +607,72 @@ def test_min_support_is_an_option_and_is_checked() -> None:
     for bad in (-0.1, 1.5, "0.6"):
         with pytest.raises(ValueError, match="min_support"):
             VerifyOptions(min_support=bad)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ colour (issue 24)
+
+
+def _grey(image: Image.Image) -> Image.Image:
+    return image.convert("L").convert("RGB")
+
+
+def _sepia(image: Image.Image) -> Image.Image:
+    luma = np.asarray(image.convert("L"), dtype=np.float32)
+    toned = np.stack([luma * 1.07 + 20, luma * 0.95 + 10, luma * 0.75], axis=-1)
+    return Image.fromarray(np.clip(np.rint(toned), 0, 255).astype(np.uint8))
+
+
+def _channel_gain(image: Image.Image) -> Image.Image:
+    scaled = np.asarray(image.convert("RGB"), dtype=np.float32) * np.array([1.3, 1.0, 0.7])
+    return Image.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8))
+
+
+def _linked(tmp_path: Path, first: bytes, second: bytes, suffix: str = ".jpg") -> bool:
+    """Whether the default audit puts ``first`` (train) and ``second`` (test) in one group."""
+    (tmp_path / "train").mkdir()
+    (tmp_path / "test").mkdir()
+    (tmp_path / "train" / f"a{suffix}").write_bytes(first)
+    (tmp_path / "test" / f"b{suffix}").write_bytes(second)
+    report = leakaudit.audit_splits(
+        {"train": tmp_path / "train", "test": tmp_path / "test"}, cache=False, workers=1
+    )
+    return bool(report.table["group_id"].nunique() == 1)
+
+
+@pytest.mark.parametrize("size", [(320, 240), (32, 32)])
+@pytest.mark.parametrize(
+    ("name", "edit"), [("grey", _grey), ("sepia", _sepia), ("channel gain", _channel_gain)]
+)
+def test_grey_toned_and_channel_scaled_copies_of_a_photo_are_linked(  # type: ignore[no-untyped-def]
+    tmp_path: Path, name: str, edit, size: tuple[int, int]
+) -> None:
+    """Colour alone never vetoes a photo whose structure agrees: a grey, sepia or
+    per-channel-gain copy is the same picture (a 32 px photo, as in CIFAR-10, too)."""
+    photo = photo_like(21, size)
+    assert _verdict(_jpeg(photo, 92), _jpeg(edit(photo), 90)).accepted, name
+    assert _linked(tmp_path, _jpeg(photo, 92), _jpeg(edit(photo), 90)), name
+
+
+@pytest.mark.parametrize("size", [(320, 240), (32, 32)])
+def test_two_different_photos_are_not_linked_whatever_their_colours(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    first, other = photo_like(21, size), photo_like(22, size)
+    assert not _verdict(_jpeg(first), _jpeg(_grey(other))).accepted
+    assert not _linked(tmp_path, _jpeg(first), _jpeg(other))
+
+
+def test_recoloured_icons_stay_apart(tmp_path: Path) -> None:
+    """Colour still tells a drawn graphic (a figure on transparency) from its
+    recolouring, and from an icon with another interior: icons of one template differ
+    by palette alone, so a palette swap, even to grey, is another icon."""
+    from imagegen import icon
+
+    original = icon(5, 7)
+    rgba = np.asarray(original)
+    swapped = Image.fromarray(rgba[..., [2, 0, 1, 3]])  # the interior's colours turned
+    assert not _verdict(_png(original), _png(swapped)).accepted
+    assert not _verdict(_png(original), _png(icon(5, 8))).accepted
+    grey = Image.merge("RGBA", (*_grey(original).split(), original.getchannel("A")))
+    assert not _verdict(_png(original), _png(grey)).accepted
+    assert not _linked(tmp_path, _png(original), _png(swapped), suffix=".png")
