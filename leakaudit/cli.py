@@ -427,11 +427,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     calibrate = sub.add_parser(
         "calibrate",
-        help="measure precision and recall per threshold on ROOT's own images",
+        help="measure how well the audit finds copies on ROOT's own images",
         description="Sample ROOT's images (a dataset root with split folders, or any folder; "
-        "scanned recursively), plant known near-duplicates of each in memory, and print "
-        "precision, recall and false pairs per hash method and threshold, the distances "
-        "between unrelated images, and a recommended threshold.",
+        "scanned recursively), plant known near-duplicates of each in memory (re-encodes, "
+        "resizes, a small crop, colour changes, a mirror image), run the default audit on them "
+        "and print what it finds per kind of copy and the pairs of distinct images it links; "
+        "then, for --no-verify, precision, recall and false pairs per hash method and bare "
+        "threshold, and the threshold to pass.",
     )
     calibrate.add_argument("root", type=Path, metavar="ROOT")
     calibrate.add_argument(
