@@ -352,8 +352,8 @@ class CalibrationResult:
                 "",
                 f"Default audit ({_DEFAULT_AUDIT}):",
                 f"  finds {self.audit_recall:.1%} of the planted copies; "
-                f"{false} false link(s) among {self.n_unrelated_pairs:,} pairs of distinct "
-                "sample images",
+                f"links {false} of the {self.n_unrelated_pairs:,} pairs of different sample "
+                "images" + (" (real duplicates or false links: check them)" if false else ""),
             ]
             for first, second in self.audit_false_links[:5]:
                 lines.append(f"  linked: {first}  ~  {second}")
@@ -506,6 +506,8 @@ def _encode(image: Image.Image, transform: CopyTransform) -> bytes:
     buffer = io.BytesIO()
     if transform.format == "JPEG":
         image.save(buffer, "JPEG", quality=transform.quality)
+    elif transform.format == "PNG":  # lossless at any level; the default level took 60 ms
+        image.save(buffer, "PNG", compress_level=1)
     else:
         image.save(buffer, transform.format)
     return buffer.getvalue()
@@ -817,9 +819,10 @@ def _audit_headline(
     shown = "; ".join(f"{paths[i]} ~ {paths[j]}" for i, j in false_links[:_LOOKALIKE_EXAMPLES])
     more = f"; and {n_false - _LOOKALIKE_EXAMPLES} more" if n_false > _LOOKALIKE_EXAMPLES else ""
     return text + (
-        f", but links {n_false} of the {n_pairs:,} pairs of distinct sample images: {shown}"
-        f"{more}. The defaults are the setting measured here: check such pairs with "
-        "leakaudit compare A B before trusting a leak they make."
+        f", and links {n_false} of the {n_pairs:,} pairs of different sample images: {shown}"
+        f"{more}. Each is a real near-duplicate in your data (an overlapping crop, a copy) or "
+        "a false link: look with leakaudit compare A B. Keep the defaults (the setting "
+        "measured here); a leak such a pair makes is worth that look."
     )
 
 

@@ -447,8 +447,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--csv",
         type=Path,
         metavar="FILE",
-        help="write the threshold table to FILE, and FILE's stem + .per_transform.csv, "
-        ".unrelated.csv beside it",
+        help="write the bare-threshold table to FILE, and FILE's stem + .per_transform.csv, "
+        ".unrelated.csv and .audit.csv (the default audit per transformation) beside it",
     )
     calibrate.add_argument("--quiet", action="store_true", help="no progress bars or info messages")
 
@@ -908,6 +908,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             csv: result.table,
             csv.with_name(csv.stem + ".per_transform.csv"): result.per_transform,
             csv.with_name(csv.stem + ".unrelated.csv"): result.unrelated_distances,
+            csv.with_name(csv.stem + ".audit.csv"): result.audit_per_transform,
         }
         for path, frame in tables.items():
             with atomic_open(path, newline="") as handle:

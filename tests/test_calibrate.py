@@ -6,6 +6,7 @@ import io
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -212,6 +213,9 @@ def test_cli(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "phash+dhash" in captured.out and "Recommendation:" in captured.out
     assert out.exists() and (tmp_path / "calibration.per_transform.csv").exists()
     assert (tmp_path / "calibration.unrelated.csv").exists()
+    audit = pd.read_csv(tmp_path / "calibration.audit.csv")
+    assert list(audit.columns) == ["transform", "copies", "found", "recall"]
+    assert list(audit["transform"]) == [t.name for t in TRANSFORMS]
 
     assert main(["calibrate", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
