@@ -1,22 +1,27 @@
-"""Choose a hash threshold on the user's own images, from a table like the tutorial's.
+"""Measure, on the user's own images, how well the audit finds copies, and choose a threshold.
 
 There is no universal threshold: screenshots, scans and photographs have very
-different hash distributions. :func:`calibrate_threshold` measures one on the
+different hash distributions. :func:`calibrate_threshold` measures on the
 images at hand:
 
 1. take a seeded sample of the readable, non-blank images;
 2. make known near-duplicates of each, in memory (JPEG re-encodes, resizes, a
    small crop, brightness and contrast changes, a PNG round trip, a mirror
-   image), encoded to bytes as a file would be, and hash them with the same
-   decoder an audit uses;
-3. positives are (original, its copy) pairs; negatives are all pairs of
-   distinct sample images, the dataset's genuinely different pictures;
-4. for each method and threshold: precision, recall (overall and per
-   transformation) and false pairs per million unrelated pairs, plus the
-   distance distribution between unrelated images.
-
-Mirror images are expected misses of whole-image hashes: they are reported,
-but left out of the recall a threshold is chosen by.
+   image), encoded to bytes as a file would be;
+3. run the default audit (:func:`~leakaudit.audit_sources` with its defaults,
+   as ``leakaudit scan`` and :func:`~leakaudit.audit_splits` run it: both
+   hashes, dihedral matching, every candidate pair verified) on the sample's
+   files and the copies: the share of each kind of copy it groups with its
+   original, and the pairs of distinct sample images it links. This is the
+   headline recommendation, in options the audit takes (the defaults, unless
+   another setting measures better);
+4. for the bare threshold (``verify=False``, ``--no-verify``), with the
+   audit's hashes in their canonical orientations (so mirror images are found):
+   positives are (original, its copy) pairs, negatives all pairs of distinct
+   sample images; for each method and threshold, precision, recall (overall
+   and per transformation) and false pairs per million unrelated pairs, plus
+   the distance distribution between unrelated images, and the threshold to
+   pass with ``--no-verify``.
 
 Random unrelated pairs are mostly far apart, so they say little about the
 pictures a threshold really confuses. The hardest negatives are measured too:
@@ -36,7 +41,7 @@ import io
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +65,9 @@ __all__ = [
     "CalibrationResult",
     "CopyTransform",
     "LookAlikeWarning",
+    "bare_flags",
     "calibrate_threshold",
+    "plant_copies",
 ]
 
 #: Fewest usable (readable, non-blank) images a calibration accepts.
@@ -98,6 +105,11 @@ _PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p5", 0.05),
     ("median", 0.5),
 )
+#: What the default audit is, in words (the one the headline recommendation is about).
+_DEFAULT_AUDIT = (
+    "what leakaudit scan and audit_splits run: phash+dhash, mirrors and turns matched, "
+    "every candidate pair verified"
+)
 _NO_MATCH = 65  # distance given to copies no hash can link (unreadable or blank copies)
 _ROW_BLOCK = 512  # rows of the unrelated-pairs distance matrix computed at once
 
@@ -119,8 +131,10 @@ class CopyTransform:
     quality : int
         JPEG quality.
     expected : bool
-        Whether a whole-image hash is expected to catch it; False (mirror
-        images) keeps it out of the recall a threshold is chosen by.
+        Whether the audit is expected to catch it; False keeps it out of the
+        recall a threshold is chosen by. Every transformation of
+        :data:`TRANSFORMS` is expected: mirror images are matched in the
+        canonical orientations the audit uses by default.
     """
 
     name: str
@@ -181,7 +195,7 @@ TRANSFORMS: tuple[CopyTransform, ...] = (
     CopyTransform("bright_+15%", "brightness +15%", _brightness(1.15)),
     CopyTransform("bright_-15%", "brightness -15%", _brightness(0.85)),
     CopyTransform("contrast_+25%", "contrast +25%", _contrast),
-    CopyTransform("hflip", "mirrored left-right", _mirror, expected=False),
+    CopyTransform("hflip", "mirrored left-right", _mirror),
 )
 
 
@@ -194,8 +208,8 @@ class CalibrationResult:
     table : pandas.DataFrame
         One row per method and threshold: ``method, threshold, true_pairs_found,
         false_pairs, precision, recall, recall_all, false_pairs_per_million``.
-        ``recall`` counts only the expected transformations (not mirror
-        images); ``recall_all`` counts every copy. Precision is over the mixed
+        ``recall`` counts only the expected transformations (all of
+        :data:`TRANSFORMS`); ``recall_all`` counts every copy. Precision is over the mixed
         set (original, copy) + (unrelated, unrelated) pairs.
     per_transform : pandas.DataFrame
         One row per method, threshold and transformation: ``method, threshold,
@@ -238,6 +252,29 @@ class CalibrationResult:
     lookalike_warning : str
         The :class:`LookAlikeWarning` message when look-alikes are linked at
         the default threshold; empty otherwise.
+    audit_per_transform : pandas.DataFrame
+        What the default audit (``audit_splits`` and ``leakaudit scan`` with
+        their defaults: phash+dhash, dihedral matching, verification) did with
+        the sample and its planted copies, one row per transformation:
+        ``transform, copies, found, recall`` (a copy is found when the audit
+        puts it in its original's group).
+    audit_false_links : list of tuple of str
+        Pairs of distinct sample images (not likely duplicates) the default
+        audit put in one group, directly or through their copies.
+    audit_options : dict
+        The recommended keyword arguments of :func:`~leakaudit.audit_splits`
+        and :func:`~leakaudit.audit_sources` (empty: the defaults).
+    audit_command : str
+        The same as ``leakaudit scan`` options (empty: the defaults).
+    headline : str
+        The recommendation for the default audit, in words.
+
+    The threshold tables (``table``, ``per_transform``, ``recommended``) are
+    for the bare threshold (``verify=False``, ``--no-verify``): a pair links
+    when its hashes are within the threshold, in the canonical orientations
+    the audit uses by default (so mirror images are found). The default audit
+    uses its candidate net and verification instead; its threshold only
+    decides pairs whose images cannot be read again.
     """
 
     table: pd.DataFrame
@@ -257,6 +294,27 @@ class CalibrationResult:
     )
     told_apart: list[tuple[str, str]] = field(default_factory=list)
     lookalike_warning: str = ""
+    audit_per_transform: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["transform", "copies", "found", "recall"])
+    )
+    audit_false_links: list[tuple[str, str]] = field(default_factory=list)
+    audit_options: dict[str, Any] = field(default_factory=dict)
+    audit_command: str = ""
+    headline: str = ""
+
+    @property
+    def audit_recall(self) -> float:
+        """The share of planted copies the default audit grouped with their original."""
+        copies = int(self.audit_per_transform["copies"].sum())
+        return int(self.audit_per_transform["found"].sum()) / copies if copies else math.nan
+
+    def bare_options(self, method: str = DEFAULT_METHOD) -> dict[str, Any]:
+        """The recommended bare-threshold audit of ``method``, as audit keyword arguments.
+
+        ``audit_splits(splits, **result.bare_options())`` is what
+        ``leakaudit scan ROOT`` + :func:`bare_flags` runs.
+        """
+        return {"method": method, "threshold": self.recommended[method], "verify": False}
 
     @property
     def n_unrelated_pairs(self) -> int:
@@ -288,6 +346,22 @@ class CalibrationResult:
                 lines.append(f"  {first}  ~  {second}")
             if len(self.likely_duplicates) > 5:
                 lines.append(f"  ... and {len(self.likely_duplicates) - 5} more")
+        if self.headline:
+            false = len(self.audit_false_links)
+            lines += [
+                "",
+                f"Default audit ({_DEFAULT_AUDIT}):",
+                f"  finds {self.audit_recall:.1%} of the planted copies; "
+                f"links {false} of the {self.n_unrelated_pairs:,} pairs of different sample "
+                "images" + (" (real duplicates or false links: check them)" if false else ""),
+            ]
+            for first, second in self.audit_false_links[:5]:
+                lines.append(f"  linked: {first}  ~  {second}")
+        lines += [
+            "",
+            "Bare threshold (--no-verify, verify=False): a pair links when both hashes are",
+            "within the threshold, in the audit's canonical orientations (mirrors, turns).",
+        ]
         for method in self.table["method"].unique():
             rows = self.table[self.table["method"] == method]
             if method == "phash":
@@ -295,29 +369,42 @@ class CalibrationResult:
             chosen = self.recommended.get(str(method))
             lines += [
                 "",
-                f"{method}" + (" (both distances <= threshold)" if method == "phash+dhash" else ""),
-                "threshold  found copies  false pairs  precision  recall  recall+flip  false/1M",
+                f"{method}, bare threshold"
+                + (" (both distances <= threshold)" if method == "phash+dhash" else ""),
+                "threshold  found copies  false pairs  precision  recall  false/1M",
             ]
             for row in rows.itertuples(index=False):
                 mark = "  <- recommended" if row.threshold == chosen else ""
                 lines.append(
                     f"{row.threshold:9d} {row.true_pairs_found:13d} {row.false_pairs:12d} "
-                    f"{row.precision:10.1%} {row.recall:7.1%} {row.recall_all:12.1%} "
+                    f"{row.precision:10.1%} {row.recall:7.1%} "
                     f"{row.false_pairs_per_million:9.1f}{mark}"
                 )
-        lines += ["", "Recall per transformation at the recommended thresholds:"]
+        lines += [
+            "",
+            "Recall per transformation: the default audit, and each bare threshold at its "
+            "recommended value:",
+        ]
         methods = list(self.recommended)
-        lines.append(f"{'transform':16s}" + "".join(f"{m:>14s}" for m in methods))
+        audit = self.audit_per_transform.set_index("transform")
+        lines.append(
+            f"{'transform':16s}{'default audit':>14s}"
+            + "".join(f"{f'{m} {self.recommended[m]}':>16s}" for m in methods)
+        )
         for transform in TRANSFORMS:
-            cells = []
+            cells = [
+                f"{audit.loc[transform.name, 'recall']:14.1%}"
+                if transform.name in audit.index
+                else f"{'-':>14s}"
+            ]
             for method in methods:
                 hit = self.per_transform[
                     (self.per_transform["method"] == method)
                     & (self.per_transform["threshold"] == self.recommended[method])
                     & (self.per_transform["transform"] == transform.name)
                 ]
-                cells.append(f"{hit['recall'].iloc[0]:14.1%}" if len(hit) else f"{'-':>14s}")
-            suffix = "" if transform.expected else "  (expected miss; not in recall)"
+                cells.append(f"{hit['recall'].iloc[0]:16.1%}" if len(hit) else f"{'-':>16s}")
+            suffix = "" if transform.expected else "  (not in the bare recall)"
             lines.append(f"{transform.name:16s}" + "".join(cells) + suffix)
         lines += [
             "",
@@ -332,7 +419,10 @@ class CalibrationResult:
                 f"{_cell(row['median']):>7s}"
             )
         lines += self._lookalike_lines()
-        lines += ["", "Recommendation:", self.explanation]
+        lines += ["", "Recommendation:"]
+        if self.headline:
+            lines += [self.headline, "", "With verification off (bare threshold):"]
+        lines.append(self.explanation)
         return "\n".join(lines)
 
     def _lookalike_lines(self) -> list[str]:
@@ -369,8 +459,6 @@ class CalibrationResult:
                 "on both hashes were told apart by the pixel check (different images, not "
                 "duplicates)."
             )
-        if self.lookalike_warning:
-            lines.append("Warning: " + self.lookalike_warning)
         return lines
 
 
@@ -418,6 +506,8 @@ def _encode(image: Image.Image, transform: CopyTransform) -> bytes:
     buffer = io.BytesIO()
     if transform.format == "JPEG":
         image.save(buffer, "JPEG", quality=transform.quality)
+    elif transform.format == "PNG":  # lossless at any level; the default level took 60 ms
+        image.save(buffer, "PNG", compress_level=1)
     else:
         image.save(buffer, transform.format)
     return buffer.getvalue()
@@ -490,29 +580,86 @@ def _draw_sample(
 # ------------------------------------------------------------------------------ measuring
 
 
+@dataclass
+class _Entries:
+    """Each row's whole-image hashes in its canonical orientation(s), as the audit compares.
+
+    Row ``r``'s entries are ``phash[start[r]:start[r + 1]]`` (and ``dhash``); a
+    row without entries (unreadable, blank) matches nothing by hash.
+    """
+
+    start: NDArray[np.int64]
+    phash: NDArray[np.uint64]
+    dhash: NDArray[np.uint64]
+
+    @classmethod
+    def from_run(cls, run: _AuditRun, rows: int, fallback: _Sample) -> _Entries:
+        """The audits' dihedral entries; a sample image without any gets its stored hashes."""
+        owner, phash, dhash = run.owner, run.phash, run.dhash
+        missing = np.setdiff1d(np.arange(len(fallback.paths)), owner)
+        if len(missing):  # not expected (same decoder): keep the sample's own hashes
+            owner = np.concatenate([owner, missing])
+            phash = np.concatenate([phash, fallback.phash[missing]])
+            dhash = np.concatenate([dhash, fallback.dhash[missing]])
+            order = np.argsort(owner, kind="stable")
+            owner, phash, dhash = owner[order], phash[order], dhash[order]
+        start = np.searchsorted(owner, np.arange(rows + 1)).astype(np.int64)
+        return cls(start, phash, dhash)
+
+    def pair(self, i: int, j: int) -> tuple[int, int, int]:
+        """``(phash, dhash, phash+dhash)`` distances of rows i and j: the closest entries."""
+        a = slice(self.start[i], self.start[i + 1])
+        b = slice(self.start[j], self.start[j + 1])
+        if a.start == a.stop or b.start == b.stop:
+            return _NO_MATCH, _NO_MATCH, _NO_MATCH
+        dp = popcount64(self.phash[a, None] ^ self.phash[None, b]).astype(np.int64)
+        dd = popcount64(self.dhash[a, None] ^ self.dhash[None, b]).astype(np.int64)
+        return int(dp.min()), int(dd.min()), int(np.maximum(dp, dd).min())
+
+    def blocks(self, n: int) -> Iterator[tuple[int, int, dict[str, NDArray[np.int64]]]]:
+        """Rows ``a:b`` of the ``n x n`` distance matrices of rows 0..n-1, per method.
+
+        Each method takes its closest pair of entries (for "phash+dhash", the
+        entry pair whose larger distance is smallest, as the audit matches).
+        Every one of the n rows must have an entry.
+        """
+        columns = slice(self.start[0], self.start[n])
+        heads = self.start[:n] - self.start[0]
+        for a in range(0, n, _ROW_BLOCK):
+            b = min(n, a + _ROW_BLOCK)
+            rows = slice(self.start[a], self.start[b])
+            dp = popcount64(self.phash[rows, None] ^ self.phash[None, columns]).astype(np.int64)
+            dd = popcount64(self.dhash[rows, None] ^ self.dhash[None, columns]).astype(np.int64)
+            firsts = self.start[a:b] - self.start[a]
+            found = {}
+            for method, values in (
+                ("phash", dp),
+                ("dhash", dd),
+                ("phash+dhash", np.maximum(dp, dd)),
+            ):
+                by_column = np.minimum.reduceat(values, heads, axis=1)
+                found[method] = np.minimum.reduceat(by_column, firsts, axis=0)
+            yield a, b, found
+
+
 def _unrelated_histograms(
-    phash: NDArray[np.uint64], dhash: NDArray[np.uint64]
+    entries: _Entries, n: int
 ) -> tuple[dict[str, NDArray[np.int64]], list[tuple[int, int]]]:
-    """Histogram (0..64) of every method's distance over all distinct pairs.
+    """Histogram (0..64) of every method's distance over all distinct pairs of the sample.
 
     Pairs close on both hashes (likely real duplicates) are returned apart and
     left out of the histograms. Computed in row blocks, so memory stays small.
     """
-    n = len(phash)
     bins = {method: np.zeros(65, dtype=np.int64) for method in AUDIT_METHODS}
     likely: list[tuple[int, int]] = []
-    for a in range(0, n, _ROW_BLOCK):
-        b = min(n, a + _ROW_BLOCK)
-        rows = np.arange(a, b)[:, None]
-        upper = np.arange(n)[None, :] > rows
-        dp = popcount64(phash[a:b, None] ^ phash[None, :]).astype(np.int64)
-        dd = popcount64(dhash[a:b, None] ^ dhash[None, :]).astype(np.int64)
-        close = upper & (dp <= _LIKELY_DUPLICATE_DISTANCE) & (dd <= _LIKELY_DUPLICATE_DISTANCE)
+    for a, b, values in entries.blocks(n):
+        upper = np.arange(n)[None, :] > np.arange(a, b)[:, None]
+        close = upper & (values["phash+dhash"] <= _LIKELY_DUPLICATE_DISTANCE)
         for i, j in zip(*np.nonzero(close), strict=True):
             likely.append((int(i) + a, int(j)))
         keep = upper & ~close
-        for method, values in (("phash", dp), ("dhash", dd), ("phash+dhash", np.maximum(dp, dd))):
-            bins[method] += np.bincount(values[keep], minlength=65)[:65]
+        for method in AUDIT_METHODS:
+            bins[method] += np.bincount(values[method][keep], minlength=65)[:65]
     return bins, likely
 
 
@@ -548,18 +695,17 @@ def _told_apart(
     return apart
 
 
-def _pair_distances(
-    phash: NDArray[np.uint64], dhash: NDArray[np.uint64], pairs: NDArray[np.int64]
-) -> dict[str, NDArray[np.int64]]:
+def _pair_distances(entries: _Entries, pairs: NDArray[np.int64]) -> dict[str, NDArray[np.int64]]:
     """Each method's distance of each row pair ``(i, j)``."""
-    dp = popcount64(phash[pairs[:, 0]] ^ phash[pairs[:, 1]]).astype(np.int64)
-    dd = popcount64(dhash[pairs[:, 0]] ^ dhash[pairs[:, 1]]).astype(np.int64)
-    return {"phash": dp, "dhash": dd, "phash+dhash": np.maximum(dp, dd)}
+    found = np.array([entries.pair(int(i), int(j)) for i, j in pairs], dtype=np.int64).reshape(
+        -1, 3
+    )
+    return {"phash": found[:, 0], "dhash": found[:, 1], "phash+dhash": found[:, 2]}
 
 
 def _lookalike_pairs(
-    phash: NDArray[np.uint64],
-    dhash: NDArray[np.uint64],
+    entries: _Entries,
+    n: int,
     excluded: list[tuple[int, int]],
     neighbours: int = LOOKALIKE_NEIGHBOURS,
 ) -> dict[str, tuple[NDArray[np.int64], NDArray[np.int64]]]:
@@ -568,17 +714,13 @@ def _lookalike_pairs(
     ``excluded`` pairs (likely real duplicates) are never neighbours. Each pair
     once, closest first. Computed in row blocks, so memory stays small.
     """
-    n = len(phash)
     k = min(neighbours, n - 1)
     skip = np.array(excluded, dtype=np.int64).reshape(-1, 2)
     found: dict[str, list[NDArray[np.int64]]] = {method: [] for method in AUDIT_METHODS}
-    for a in range(0, n, _ROW_BLOCK):
-        b = min(n, a + _ROW_BLOCK)
-        dp = popcount64(phash[a:b, None] ^ phash[None, :]).astype(np.int64)
-        dd = popcount64(dhash[a:b, None] ^ dhash[None, :]).astype(np.int64)
+    for a, b, blocks in entries.blocks(n):
         rows = np.arange(a, b)
-        for method, values in (("phash", dp), ("dhash", dd), ("phash+dhash", np.maximum(dp, dd))):
-            values = values.copy()
+        for method in AUDIT_METHODS:
+            values = blocks[method].copy()
             values[rows - a, rows] = 1000  # an image is not its own neighbour
             for i, j in ((skip[:, 0], skip[:, 1]), (skip[:, 1], skip[:, 0])):
                 mine = (i >= a) & (i < b)
@@ -593,16 +735,23 @@ def _lookalike_pairs(
     result = {}
     for method, parts in found.items():
         pairs = np.unique(np.concatenate(parts).reshape(-1, 2), axis=0).astype(np.int64)
-        distance = _pair_distances(phash, dhash, pairs)[method]
+        distance = _pair_distances(entries, pairs)[method]
         order = np.argsort(distance, kind="stable")
         result[method] = (pairs[order], distance[order])
     return result
 
 
 def _lookalike_message(
-    method: str, pairs: NDArray[np.int64], distance: NDArray[np.int64], paths: list[str]
+    method: str,
+    pairs: NDArray[np.int64],
+    distance: NDArray[np.int64],
+    paths: list[str],
+    audit_linked: set[tuple[int, int]],
 ) -> str:
-    """The :class:`LookAlikeWarning` text, or "" when no look-alike is within the default."""
+    """The :class:`LookAlikeWarning` text, or "" when no look-alike is within the default.
+
+    ``audit_linked`` holds the sample pairs the default audit linked.
+    """
     threshold = DEFAULT_THRESHOLDS.get(method)
     if threshold is None or not len(distance):
         return ""
@@ -624,13 +773,56 @@ def _lookalike_message(
         if closest > 0
         else "no threshold keeps them all apart: some are 0 bits apart"
     )
+    by_audit = sum((int(pairs[r, 0]), int(pairs[r, 1])) in audit_linked for r in linked)
     return (
         f"{len(linked)} of {len(distance)} look-alike pair(s) (each image's nearest other "
         f"images, all different pictures) are within the default {method} threshold "
-        f"{threshold}, so a bare threshold would link them: {examples}{more}. This is typical "
-        "of small graphics on flat or transparent backgrounds (sprites, icons sharing a "
-        "template, recoloured shapes). Audit with verification (verify=True), which checks "
-        f"each candidate pair's pixels before it links, or lower the threshold ({lower})."
+        f"{threshold}, so the bare threshold (--no-verify, verify=False) would link them: "
+        f"{examples}{more}. This is typical of small graphics on flat or transparent "
+        "backgrounds (sprites, icons sharing a template, recoloured shapes). The default "
+        "audit verifies each candidate pair's pixels before it links"
+        + (
+            f" and linked {by_audit} of them: check those pairs (leakaudit compare A B)"
+            if by_audit
+            else " and linked none of them: keep verification on"
+        )
+        + f"; without verification, lower the threshold ({lower})."
+    )
+
+
+def _audit_headline(
+    per_transform: pd.DataFrame,
+    n_false: int,
+    n_pairs: int,
+    false_links: list[tuple[int, int]],
+    paths: list[str],
+) -> str:
+    """The recommendation for the default audit, from what it did on the sample."""
+    copies = int(per_transform["copies"].sum())
+    found = int(per_transform["found"].sum())
+    recall = found / copies if copies else math.nan
+    missed = [
+        f"{row['transform']} {float(row['recall']):.0%}"
+        for row in per_transform.to_dict("records")
+        if int(row["found"]) < int(row["copies"])
+    ]
+    text = (
+        f"Default audit ({_DEFAULT_AUDIT}): it finds {found:,} of {copies:,} planted copies "
+        f"({recall:.1%}; mirror images included)"
+        + (f", missing some of: {', '.join(missed)}" if missed else "")
+    )
+    if n_false == 0:
+        return text + (
+            f", and links none of the {n_pairs:,} pairs of distinct sample images: keep the "
+            "defaults (leakaudit scan ROOT, audit_splits(splits); no option needed)."
+        )
+    shown = "; ".join(f"{paths[i]} ~ {paths[j]}" for i, j in false_links[:_LOOKALIKE_EXAMPLES])
+    more = f"; and {n_false - _LOOKALIKE_EXAMPLES} more" if n_false > _LOOKALIKE_EXAMPLES else ""
+    return text + (
+        f", and links {n_false} of the {n_pairs:,} pairs of different sample images: {shown}"
+        f"{more}. Each is a real near-duplicate in your data (an overlapping crop, a copy) or "
+        "a false link: look with leakaudit compare A B. Keep the defaults (the setting "
+        "measured here); a leak such a pair makes is worth that look."
     )
 
 
@@ -660,7 +852,8 @@ def _recommend(
     if within.empty:
         first = rows.iloc[0]
         return int(first["threshold"]), (
-            f"{method}: {int(first['threshold'])}. Even the smallest threshold makes "
+            f"{method}: {bare_flags(method, int(first['threshold']))}. Even the smallest "
+            "threshold makes "
             f"{int(first['false_pairs'])} false pair(s) among {n_pairs:,} unrelated pairs, over "
             f"the budget ({budget_text}); this hash does not separate your images well: look "
             "at the closest unrelated pairs, or prefer another method."
@@ -677,9 +870,8 @@ def _recommend(
     if method == "phash":
         edge -= edge % 2  # pHash distances are even: t and t + 1 flag the same pairs
     text = (
-        f"{method}: {threshold}. It finds {best:.1%} of the expected copies "
-        f"(mirror images left out; {float(chosen['recall_all']):.1%} counting them) with "
-        f"{budget_text} among {n_pairs:,} unrelated pairs"
+        f"{method}: {bare_flags(method, threshold)}. It finds {best:.1%} of the planted copies "
+        f"with {budget_text} among {n_pairs:,} unrelated pairs"
     )
     if nearest is not None:
         text += f". The closest unrelated pair is at distance {nearest}"
@@ -700,8 +892,22 @@ def _recommend(
         )
     default = DEFAULT_THRESHOLDS.get(method)
     if default is not None:
-        text += f". The library default is {default}"
+        text += f". The default threshold is {default}"
     return threshold, text + "."
+
+
+def bare_flags(method: str, threshold: int) -> str:
+    """The ``leakaudit scan`` options of a bare-threshold audit with ``method`` and ``threshold``.
+
+    Examples
+    --------
+    >>> bare_flags("phash+dhash", 9)
+    '--no-verify --threshold 9'
+    >>> bare_flags("phash", 8)
+    '--no-verify --hash phash --threshold 8'
+    """
+    method_flag = "" if method == DEFAULT_METHOD else f" --hash {method}"
+    return f"--no-verify{method_flag} --threshold {threshold}"
 
 
 def _check_options(
@@ -751,14 +957,10 @@ class _PlantedCopies:
     frame: pd.DataFrame
 
 
-def _planted_copies(
-    sample: _Sample,
-    seed: int,
-    options: DecodeOptions,
-    workers: int | None,
-    progress: bool | None,
-) -> _PlantedCopies:
-    """Make the known copies of each sample image, encoded as files, and hash them."""
+def _make_copies(
+    sample: _Sample, seed: int, progress: bool | None
+) -> tuple[list[bytes], NDArray[np.int64], list[CopyTransform]]:
+    """The known copies of each sample image, encoded as files: bytes, original, transform."""
     n = len(sample.paths)
     copies: list[bytes] = []
     origin: list[int] = []
@@ -767,28 +969,159 @@ def _planted_copies(
         n, label="making copies", enabled=progress_enabled(progress, n * len(TRANSFORMS))
     )
     for index, image in enumerate(sample.images):
-        for position, transform in enumerate(TRANSFORMS):
-            rng = np.random.default_rng([seed, index, position])
-            copies.append(_encode(transform.apply(image, rng), transform))
-            origin.append(index)
-            kinds.append(transform)
+        copies.extend(_copies_of(image, index, seed))
+        origin.extend([index] * len(TRANSFORMS))
+        kinds.extend(TRANSFORMS)
         bar.update()
     bar.close()
     sample.images.clear()
-    hashed = hash_sources(
-        copies, decode=options, workers=workers, progress=progress, on_error="ignore"
+    return copies, np.array(origin, dtype=np.int64), kinds
+
+
+def _copies_of(image: Image.Image, index: int, seed: int) -> list[bytes]:
+    """The encoded copies of the ``index``-th sample image, one per :data:`TRANSFORMS`."""
+    return [
+        _encode(transform.apply(image, np.random.default_rng([seed, index, position])), transform)
+        for position, transform in enumerate(TRANSFORMS)
+    ]
+
+
+def plant_copies(
+    sample: Sequence[str | os.PathLike[str]],
+    *,
+    seed: int = 0,
+    decode: DecodeOptions | None = None,
+) -> list[tuple[int, str, bytes]]:
+    """The copies :func:`calibrate_threshold` plants of ``sample`` (its ``result.sample``).
+
+    Parameters
+    ----------
+    sample : sequence of path-like
+        The sampled images, in the sample's order.
+    seed : int, default 0
+        The calibration's seed.
+    decode : DecodeOptions, optional
+        The calibration's decoding policy.
+
+    Returns
+    -------
+    list of (int, str, bytes)
+        For each copy: its original's position in ``sample``, the
+        transformation's name, and the encoded file. Auditing the sample's
+        files and these bytes with ``result.audit_options`` reproduces
+        ``result.audit_per_transform``.
+    """
+    options = decode if decode is not None else DecodeOptions()
+    planted: list[tuple[int, str, bytes]] = []
+    for index, path in enumerate(sample):
+        copies = _copies_of(_open_for_copies(os.fspath(path), options), index, seed)
+        planted.extend(
+            (index, transform.name, data)
+            for transform, data in zip(TRANSFORMS, copies, strict=True)
+        )
+    return planted
+
+
+@dataclass
+class _AuditRun:
+    """What the default audit did with the sample and each transformation's copies."""
+
+    found: NDArray[np.bool_]  # per copy: grouped with its original
+    linked: set[tuple[int, int]]  # pairs i < j of sample images whose families were grouped
+    owner: NDArray[np.int64]  # the audits' whole-image entries: original rows 0..n-1, copy r
+    phash: NDArray[np.uint64]  # at row n + r
+    dhash: NDArray[np.uint64]
+
+
+def _default_audits(
+    paths: list[str],
+    copies: list[bytes],
+    origin: NDArray[np.int64],
+    kinds: list[CopyTransform],
+    options: DecodeOptions,
+    workers: int | None,
+    progress: bool | None,
+) -> _AuditRun:
+    """Audit the sample with each transformation's copies, as ``audit_splits`` does by default.
+
+    One audit per transformation, each of the sample's files (split
+    ``"sample"``) and one copy of each (in-memory bytes, verified like files;
+    split ``"copies"``), as a dataset holds an image and a copy of it: copies
+    do not help one another into their original's group. The sample is hashed
+    once (a hash cache private to the run). The audits' own warnings are about
+    this made-up dataset, not the user's, and are not passed on.
+    """
+    import tempfile
+
+    from leakaudit.audit import audit_sources
+
+    n = len(paths)
+    found = np.zeros(len(copies), dtype=bool)
+    linked: set[tuple[int, int]] = set()
+    owners: list[NDArray[np.int64]] = []
+    phashes: list[NDArray[np.uint64]] = []
+    dhashes: list[NDArray[np.uint64]] = []
+    names = np.array([t.name for t in kinds], dtype=object)
+    bar = Progress(
+        len(TRANSFORMS),
+        label="auditing copies",
+        enabled=progress_enabled(progress, len(copies) * 4),
     )
-    source = np.array(origin, dtype=np.int64)
-    usable = hashed.valid & ~hashed.low_information  # an audit links neither by hash
-    copy_phash = popcount64(hashed.phash ^ sample.phash[source]).astype(np.int64)
-    copy_dhash = popcount64(hashed.dhash ^ sample.dhash[source]).astype(np.int64)
-    copy_phash[~usable] = _NO_MATCH
-    copy_dhash[~usable] = _NO_MATCH
-    distance = {
-        "phash": copy_phash,
-        "dhash": copy_dhash,
-        "phash+dhash": np.maximum(copy_phash, copy_dhash),
-    }
+    with tempfile.TemporaryDirectory(prefix="leakaudit-calibrate-") as cache:
+        for position, transform in enumerate(TRANSFORMS):
+            mine = np.flatnonzero(names == transform.name)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                report = audit_sources(
+                    [*paths, *(copies[r] for r in mine)],
+                    ["sample"] * n + ["copies"] * len(mine),
+                    names=[*paths, *(f"<{transform.name} copy #{r}>" for r in mine)],
+                    decode=options,
+                    workers=workers,
+                    progress=False,
+                    on_error="ignore",
+                    cache=cache,
+                )
+            table = report.table
+            assert table is not None  # audit_sources always keeps its table
+            group = table["group_id"].to_numpy()
+            read = table["error"].isna().to_numpy()  # unreadable rows are never linked
+            family = np.concatenate([np.arange(n), origin[mine]])
+            found[mine] = (group[n:] == group[family[n:]]) & read[n:]
+            members: dict[int, set[int]] = {}
+            for g, f in zip(group[read].tolist(), family[read].tolist(), strict=True):
+                members.setdefault(g, set()).add(f)
+            for families in members.values():
+                linked.update((i, j) for i in families for j in families if i < j)
+            entries = report.orientations
+            if entries is not None:
+                keep = entries.owner >= (0 if position == 0 else n)  # the sample's once
+                row = entries.owner[keep]
+                owners.append(np.where(row < n, row, n + mine[np.maximum(row - n, 0)]))
+                phashes.append(entries.phash[keep])
+                dhashes.append(entries.dhash[keep])
+            bar.update()
+    bar.close()
+    owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+    order = np.argsort(owner, kind="stable")
+    return _AuditRun(
+        found=found,
+        linked=linked,
+        owner=owner[order],
+        phash=np.concatenate(phashes)[order] if owners else np.zeros(0, dtype=np.uint64),
+        dhash=np.concatenate(dhashes)[order] if owners else np.zeros(0, dtype=np.uint64),
+    )
+
+
+def _copy_distances(
+    entries: _Entries, sample: _Sample, origin: NDArray[np.int64], kinds: list[CopyTransform]
+) -> _PlantedCopies:
+    """Each copy's distance to its original under the dihedral orientations, per method."""
+    n = len(sample.paths)
+    found = np.array(
+        [entries.pair(n + r, int(i)) for r, i in enumerate(origin)], dtype=np.int64
+    ).reshape(-1, 3)
+    distance = {"phash": found[:, 0], "dhash": found[:, 1], "phash+dhash": found[:, 2]}
     expected = np.array([t.expected for t in kinds], dtype=bool)
     names = np.array([t.name for t in kinds], dtype=object)
     frame = pd.DataFrame(
@@ -796,12 +1129,32 @@ def _planted_copies(
             "original": [sample.paths[i] for i in origin],
             "transform": names,
             "expected": expected,
-            "phash": copy_phash,
-            "dhash": copy_dhash,
-            "phash+dhash": distance["phash+dhash"],
+            **distance,
         }
     )
     return _PlantedCopies(distance, expected, names, frame)
+
+
+def _audit_outcome(
+    run: _AuditRun, names: NDArray[Any], likely: list[tuple[int, int]]
+) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+    """Per transformation, the copies the audits grouped with their original; their false links.
+
+    A false link is a pair of distinct sample images (not a likely duplicate
+    pair) whose families, originals or copies, an audit put in one group.
+    """
+    rows = []
+    for transform in TRANSFORMS:
+        mine = names == transform.name
+        rows.append(
+            {
+                "transform": transform.name,
+                "copies": int(mine.sum()),
+                "found": int(run.found[mine].sum()),
+                "recall": float(run.found[mine].mean()) if mine.any() else math.nan,
+            }
+        )
+    return pd.DataFrame(rows), sorted(run.linked - set(likely))
 
 
 def _method_rows(
@@ -868,20 +1221,23 @@ def calibrate_threshold(
     progress: bool | None = None,
     decode: DecodeOptions | None = None,
 ) -> CalibrationResult:
-    """Measure precision and recall of each hash threshold on the user's own images.
+    """Measure the default audit, and each bare hash threshold, on the user's own images.
 
     A seeded sample of the readable, non-blank images is taken; known
-    near-duplicates of each (see :data:`TRANSFORMS`) are made in memory,
-    encoded as files would be, and hashed by the same decoder as an audit.
-    Positives are (original, copy) pairs; negatives are all pairs of distinct
-    sample images, and the hardest of them, each image's
-    :data:`LOOKALIKE_NEIGHBOURS` nearest other images (the look-alikes), are
-    measured apart: their false-link rate per threshold is in ``table``.
+    near-duplicates of each (see :data:`TRANSFORMS`, :func:`plant_copies`) are
+    made in memory, encoded as files would be. The default audit runs on the
+    sample's files and the copies: ``audit_per_transform`` and
+    ``audit_false_links`` say what it found, ``audit_options`` and ``headline``
+    what to pass to it.
 
-    The recommended threshold of a method is the smallest one that reaches the
-    highest recall (over the expected transformations: mirror images are
-    reported but left out, whole-image hashes cannot catch them) among the
-    thresholds whose false-pair rate stays within the budget.
+    The threshold tables are for the bare threshold (``verify=False``), on the
+    audit's hashes in their canonical orientations. Positives are (original,
+    copy) pairs; negatives are all pairs of distinct sample images, and the
+    hardest of them, each image's :data:`LOOKALIKE_NEIGHBOURS` nearest other
+    images (the look-alikes), are measured apart: their false-link rate per
+    threshold is in ``table``. The recommended bare threshold of a method is
+    the smallest one that reaches the highest recall among the thresholds
+    whose false-pair rate stays within the budget.
 
     Parameters
     ----------
@@ -922,8 +1278,9 @@ def calibrate_threshold(
         Once, naming the sampled files that could not be read (they are skipped).
     LookAlikeWarning
         When look-alike negatives (each image's nearest other sample images)
-        lie within the default threshold of the default method: how many, a
-        few of them, and what to do (verification, or a lower threshold).
+        lie within the default threshold of the default method, so that the
+        bare threshold would link them: how many, a few of them, how many the
+        default audit linked, and what to do.
 
     Examples
     --------
@@ -933,6 +1290,8 @@ def calibrate_threshold(
     >>> for seed in range(12):
     ...     photo_like_image(seed).save(folder / f"{seed}.jpg", quality=92)
     >>> result = calibrate_threshold(folder, sample_size=12, workers=1)
+    >>> result.audit_options  # what to pass to audit_splits: the defaults here
+    {}
     >>> sorted(result.recommended)
     ['dhash', 'phash', 'phash+dhash']
     >>> 0 <= result.recommended["phash+dhash"] <= 16
@@ -953,16 +1312,21 @@ def calibrate_threshold(
             f"found {n} among {len(paths)} image file(s) ({len(sample.unreadable)} unreadable, "
             f"{sample.n_blank} blank)."
         )
-    copies = _planted_copies(sample, seed, options, workers, progress)
-    histograms, likely = _unrelated_histograms(sample.phash, sample.dhash)
+    planted, origin, kinds = _make_copies(sample, seed, progress)
+    run = _default_audits(sample.paths, planted, origin, kinds, options, workers, progress)
+    del planted
+    entries = _Entries.from_run(run, n + len(origin), sample)
+    copies = _copy_distances(entries, sample, origin, kinds)
+    histograms, likely = _unrelated_histograms(entries, n)
     apart = _told_apart(sample.paths, likely, options)
     if apart:  # different images after all: unrelated pairs, not duplicates
         likely = [pair for pair in likely if pair not in set(apart)]
-        found = _pair_distances(sample.phash, sample.dhash, np.array(apart, dtype=np.int64))
+        found = _pair_distances(entries, np.array(apart, dtype=np.int64))
         for method, values in found.items():
             histograms[method] += np.bincount(values, minlength=65)[:65]
     n_pairs = int(histograms["phash"].sum())
-    lookalikes = _lookalike_pairs(sample.phash, sample.dhash, likely)
+    lookalikes = _lookalike_pairs(entries, n, likely)
+    audit_per_transform, false_links = _audit_outcome(run, copies.names, likely)
 
     table_rows: list[dict[str, Any]] = []
     transform_rows: list[dict[str, Any]] = []
@@ -985,7 +1349,7 @@ def calibrate_threshold(
         reasons.append(reason)
 
     warned = DEFAULT_METHOD if DEFAULT_METHOD in chosen_methods else chosen_methods[0]
-    message = _lookalike_message(warned, *lookalikes[warned], sample.paths)
+    message = _lookalike_message(warned, *lookalikes[warned], sample.paths, set(false_links))
     if message:
         warnings.warn(message, LookAlikeWarning, stacklevel=2)
     lookalike_frame = pd.DataFrame(
@@ -1025,4 +1389,11 @@ def calibrate_threshold(
         lookalikes=lookalike_frame,
         told_apart=[(sample.paths[i], sample.paths[j]) for i, j in apart],
         lookalike_warning=message,
+        audit_per_transform=audit_per_transform,
+        audit_false_links=[(sample.paths[i], sample.paths[j]) for i, j in false_links],
+        audit_options={},
+        audit_command="",
+        headline=_audit_headline(
+            audit_per_transform, len(false_links), n_pairs, false_links, sample.paths
+        ),
     )

@@ -438,11 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     calibrate = sub.add_parser(
         "calibrate",
-        help="measure precision and recall per threshold on ROOT's own images",
+        help="measure how well the audit finds copies on ROOT's own images",
         description="Sample ROOT's images (a dataset root with split folders, or any folder; "
-        "scanned recursively), plant known near-duplicates of each in memory, and print "
-        "precision, recall and false pairs per hash method and threshold, the distances "
-        "between unrelated images, and a recommended threshold.",
+        "scanned recursively), plant known near-duplicates of each in memory (re-encodes, "
+        "resizes, a small crop, colour changes, a mirror image), run the default audit on them "
+        "and print what it finds per kind of copy and the pairs of distinct images it links; "
+        "then, for --no-verify, precision, recall and false pairs per hash method and bare "
+        "threshold, and the threshold to pass.",
     )
     calibrate.add_argument("root", type=Path, metavar="ROOT")
     calibrate.add_argument(
@@ -456,8 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--csv",
         type=Path,
         metavar="FILE",
-        help="write the threshold table to FILE, and FILE's stem + .per_transform.csv, "
-        ".unrelated.csv beside it",
+        help="write the bare-threshold table to FILE, and FILE's stem + .per_transform.csv, "
+        ".unrelated.csv and .audit.csv (the default audit per transformation) beside it",
     )
     calibrate.add_argument("--quiet", action="store_true", help="no progress bars or info messages")
 
@@ -939,6 +941,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             csv: result.table,
             csv.with_name(csv.stem + ".per_transform.csv"): result.per_transform,
             csv.with_name(csv.stem + ".unrelated.csv"): result.unrelated_distances,
+            csv.with_name(csv.stem + ".audit.csv"): result.audit_per_transform,
         }
         for path, frame in tables.items():
             with atomic_open(path, newline="") as handle:

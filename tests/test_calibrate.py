@@ -6,10 +6,18 @@ import io
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from PIL import Image
 
-from leakaudit.calibrate import TRANSFORMS, CalibrationResult, calibrate_threshold
+from leakaudit.audit import audit_sources
+from leakaudit.calibrate import (
+    TRANSFORMS,
+    CalibrationResult,
+    bare_flags,
+    calibrate_threshold,
+    plant_copies,
+)
 from leakaudit.cli import main
 from leakaudit.demo import photo_like_image
 from leakaudit.hashing import UnreadableImageWarning
@@ -87,19 +95,83 @@ def test_recommendation_is_safe_and_catches_reencodes(result: CalibrationResult)
         at = per[(per["method"] == method) & (per["threshold"] == threshold)].set_index("transform")
         for name in ("jpeg_q90", "jpeg_q70", "jpeg_q40", "png"):
             assert at.loc[name, "recall"] == 1.0, (method, name)
-        assert f"{method}: {threshold}." in result.explanation
+        assert f"{method}: {bare_flags(method, threshold)}." in result.explanation
 
 
-def test_flips_are_reported_but_not_counted(result: CalibrationResult) -> None:
+def test_flips_are_caught_by_the_default_audit_and_the_bare_threshold(
+    result: CalibrationResult,
+) -> None:
+    # The default audit matches mirror images (dihedral), and so does the bare threshold
+    # measured in the same canonical orientations: flips are expected, and found.
+    audit = result.audit_per_transform.set_index("transform")
+    assert audit.loc["hflip", "recall"] == 1.0
+    assert audit.loc["hflip", "copies"] == len(result.sample)
     copies = result.copy_distances
-    assert not copies.loc[copies["transform"] == "hflip", "expected"].any()
+    assert copies.loc[copies["transform"] == "hflip", "expected"].all()
     for row in result.table.itertuples(index=False):
         distance = copies[row.method] <= row.threshold
-        assert row.recall == pytest.approx(distance[copies["expected"]].mean())
-        assert row.recall_all == pytest.approx(distance.mean())
-    # Whole-image hashes miss mirror images, so counting them lowers recall.
-    top = result.table[result.table["threshold"] == 16]
-    assert (top["recall_all"] < top["recall"]).all()
+        assert row.recall == pytest.approx(distance.mean()) == row.recall_all
+    per = result.per_transform
+    flips = per[
+        (per["method"] == "phash+dhash")
+        & (per["threshold"] == result.recommended["phash+dhash"])
+        & (per["transform"] == "hflip")
+    ]
+    assert float(flips["recall"].iloc[0]) == 1.0
+    text = result.to_text()
+    assert "expected miss" not in text
+    hflip_line = next(line for line in text.splitlines() if line.startswith("hflip "))
+    assert hflip_line.split()[1] == "100.0%"  # the default audit's column
+
+
+def test_recommendation_is_what_the_default_audit_does(
+    result: CalibrationResult, dataset: Path
+) -> None:
+    # The headline recommendation is an option set the audit takes (here: the defaults),
+    # and auditing the same sample and copies with it gives the recall calibrate reported.
+    assert result.audit_options == {} and result.audit_command == ""
+    assert "keep the defaults" in result.headline
+    assert result.audit_false_links == []
+    assert result.audit_recall >= 0.95
+    planted = plant_copies(result.sample)
+    assert len(planted) == len(result.sample) * len(TRANSFORMS)
+    n = len(result.sample)
+    audit = result.audit_per_transform.set_index("transform")
+    # calibrate audits the sample with each transformation's copies in turn; two of them:
+    for name in ("crop_2-5%", "hflip"):
+        mine = [(original, data) for original, kind, data in planted if kind == name]
+        sources = [*result.sample, *(data for _, data in mine)]
+        splits = ["sample"] * n + ["copies"] * len(mine)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = audit_sources(
+                sources, splits, **result.audit_options, workers=1, progress=False, cache=False
+            )
+        assert report.table is not None
+        group = report.table["group_id"].to_numpy()
+        found = sum(group[n + k] == group[original] for k, (original, _) in enumerate(mine))
+        assert found == audit.loc[name, "found"], name
+        assert found / len(mine) == audit.loc[name, "recall"]
+    assert audit["found"].sum() / audit["copies"].sum() == result.audit_recall
+    # The bare recommendation is an option set the audit takes too; it groups at least
+    # the copies the bare table counts (groups also join copies through one another).
+    bare = result.bare_options()
+    assert bare == {"method": "phash+dhash", "threshold": result.recommended["phash+dhash"],
+                    "verify": False}  # fmt: skip
+    sources = [*result.sample, *(data for _, _, data in planted)]
+    splits = ["sample"] * n + ["copies"] * len(planted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = audit_sources(sources, splits, **bare, workers=1, progress=False, cache=False)
+    assert plain.table is not None
+    grouped = plain.table["group_id"].to_numpy()
+    origin = [original for original, _, _ in planted]
+    bare_recall = (grouped[n:] == grouped[origin]).mean()
+    row = result.table[
+        (result.table["method"] == "phash+dhash")
+        & (result.table["threshold"] == result.recommended["phash+dhash"])
+    ]
+    assert bare_recall >= float(row["recall"].iloc[0])
 
 
 def test_phash_distances_are_even_and_text_shows_even_thresholds(
@@ -107,10 +179,11 @@ def test_phash_distances_are_even_and_text_shows_even_thresholds(
 ) -> None:
     assert (result.copy_distances["phash"] % 2 == 0).all()
     text = result.to_text()
-    phash_block = text.split("\nphash\n")[1].split("\n\n")[0]
+    phash_block = text.split("\nphash, bare threshold\n")[1].split("\n\n")[0]
     thresholds = [int(line.split()[0]) for line in phash_block.splitlines()[1:]]
     assert thresholds == list(range(0, 17, 2))
-    assert "expected miss" in text and "Recommendation:" in text
+    assert "Recommendation:" in text and "Default audit (" in text
+    assert "--no-verify --threshold" in text
 
 
 def test_bad_arguments_and_too_few_images(tmp_path: Path) -> None:
@@ -140,6 +213,9 @@ def test_cli(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "phash+dhash" in captured.out and "Recommendation:" in captured.out
     assert out.exists() and (tmp_path / "calibration.per_transform.csv").exists()
     assert (tmp_path / "calibration.unrelated.csv").exists()
+    audit = pd.read_csv(tmp_path / "calibration.audit.csv")
+    assert list(audit.columns) == ["transform", "copies", "found", "recall"]
+    assert list(audit["transform"]) == [t.name for t in TRANSFORMS]
 
     assert main(["calibrate", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err

@@ -444,7 +444,9 @@ def test_calibrate_warns_when_look_alike_graphics_are_linked(tmp_path: Path) -> 
     assert message.startswith(f"{int(linked['lookalike_false_pairs'])} of ")
     assert "default phash+dhash threshold 8" in message and "verification" in message
     assert message.count(" ~ ") == 3 and ".png" in message
-    assert result.lookalike_warning == message and "Warning: " in result.to_text()
+    assert "the bare threshold (--no-verify, verify=False) would link them" in message
+    assert result.lookalike_warning == message
+    assert message not in result.to_text()  # said once, by the warning (the CLI logs it)
     # Recoloured stars share their hashes; the pixel check tells them apart: not duplicates.
     assert any("star_" in first and "star_" in second for first, second in result.told_apart)
     near = result.lookalikes[
@@ -453,6 +455,26 @@ def test_calibrate_warns_when_look_alike_graphics_are_linked(tmp_path: Path) -> 
     names = {Path(p).name[:4] for p in [*near["image"], *near["neighbour"]]}
     assert names == {"star", "spri"}
     assert "Look-alike negatives" in result.to_text()
+
+
+def test_calibrate_cli_prints_the_look_alike_warning_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for number, colour in enumerate([(220, 40, 40), (40, 160, 60), (40, 80, 220),
+                                     (230, 180, 30), (150, 60, 200), (30, 180, 190)]):  # fmt: skip
+        _star(colour).save(tmp_path / f"star_{number:02d}.png")
+    for design in range(6):
+        _sprite(design).save(tmp_path / f"sprite_{design:02d}.png")
+    code = main(["calibrate", str(tmp_path), "--workers", "1", "--quiet", "--sample", "12"])
+    captured = capsys.readouterr()
+    assert code == 0
+    said = captured.out + captured.err
+    assert said.count("look-alike pair(s) (each image's nearest other images") == 1
+    assert "LookAlikeWarning" not in said and "Warning: " not in captured.out
+    # The headline speaks of the default audit; the bare threshold comes with its flags.
+    assert "Default audit (" in captured.out and "--no-verify --threshold" in captured.out
+    hflip = next(line for line in captured.out.splitlines() if line.startswith("hflip "))
+    assert hflip.split()[1] == "100.0%" and "expected miss" not in captured.out
 
 
 def test_calibrate_on_photos_finds_no_linked_look_alikes(tmp_path: Path) -> None:
