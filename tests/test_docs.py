@@ -163,9 +163,7 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
 
 
 def test_the_first_screen_answers_what_install_scan_read_guard() -> None:
-    first_screen = "\n".join(
-        (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:72]
-    )
+    first_screen = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:72])
     for needle in (
         "pip install -e .",
         "pip install leakaudit-vision",
