@@ -1,4 +1,4 @@
-"""The R package's workflow, step by step, in Python.
+"""The DataFrame functions, step by step (see docs/python-api.md).
 
 compute_hashes -> find_duplicate_groups -> dhash_audit -> clean_splits, on a
 generated demo dataset (no download). Run: python examples/seed_workflow.py
