@@ -784,6 +784,17 @@ def _write_side_by_side(
 # -------------------------------------------------------------------- commands
 
 
+def _distance_words(distance: Any, threshold: Any, direct: bool) -> str:
+    """A LEAK line's distance, saying why a verified pair over the threshold is still a leak."""
+    over = isinstance(threshold, int) and isinstance(distance, (int, np.integer))
+    if over and direct and distance > threshold:
+        return (
+            f"distance {distance}, over the threshold {threshold}: "
+            "linked by verification, not by the hashes"
+        )
+    return f"distance {distance}"
+
+
 def _match_evidence(row: Any) -> str:
     """What joins a LEAK line's two images: the verified pair's evidence, or the chain."""
     import pandas as pd
@@ -820,10 +831,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     reference = next(iter(splits))
     report = _run_audit(splits, args)
     matches = leak_matches(report, reference, evidence=True)
+    threshold = report.parameters.get("threshold")
     for row in matches.itertuples(index=False):
         print(
             f"LEAK  {printable(str(row.path))}  ~  {printable(str(row.match_path))}  "
-            f"(distance {row.distance}){_match_evidence(row)}"
+            f"({_distance_words(row.distance, threshold, bool(row.direct))}){_match_evidence(row)}"
         )
     for split, count in report.images_by_split.items():
         if split == reference:

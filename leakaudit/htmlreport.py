@@ -399,7 +399,7 @@ class _Page:
             self.summary(),
             self.verification(),
             self.rebuilt_groups(),
-            self.parameters(),
+            self.details(),
         ]
         return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
 
@@ -465,8 +465,8 @@ class _Page:
             values["paths relative to"] = self.root
         rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in values.items())
         return (
-            '<section id="parameters"><h2>Parameters</h2>'
-            f'<table class="params"><tbody>{rows}</tbody></table></section>'
+            '<details id="parameters"><summary>Parameters</summary>'
+            f'<table class="params"><tbody>{rows}</tbody></table></details>'
         )
 
     def rebuilt_groups(self) -> str:
@@ -536,15 +536,35 @@ class _Page:
                     f"{_e(counts.get('kept_apart', 0))} verified pair(s) that would have "
                     "joined them were not linked.</p>"
                 )
+            out.append(
+                '<p class="counts">Every count and limit of this stage is listed under Details, '
+                "at the end.</p>"
+            )
+        elif counts is not None:
+            out.append(f"<p>{_e(counts)}</p>")
+        out.append("</section>")
+        return "".join(out)
+
+    def details(self) -> str:
+        """The verification counts and the parameters, at the end of the page, collapsed.
+
+        They are for a second look (how the run was set up, what each stage
+        counted), not for reading a verdict, so they come after the groups.
+        """
+        counts = self.report.parameters.get("verification")
+        out = ['<section id="details"><h2>Details</h2>']
+        if isinstance(counts, Mapping):
             rows = "".join(
                 f"<tr><th>{_e(str(k).replace('_', ' '))}</th><td>{_e(v)}</td></tr>"
                 for k, v in counts.items()
                 if k not in ("ran", "why")
             )
             if rows:
-                out.append(f'<table class="params verification"><tbody>{rows}</tbody></table>')
-        elif counts is not None:
-            out.append(f"<p>{_e(counts)}</p>")
+                out.append(
+                    "<details><summary>Verification counts and limits</summary>"
+                    f'<table class="params verification"><tbody>{rows}</tbody></table></details>'
+                )
+        out.append(self.parameters())
         out.append("</section>")
         return "".join(out)
 
@@ -609,7 +629,7 @@ class _Renderer(_Page):
             ),
             *cards.sections(leaked, within),
             self.unreadable(),
-            self.parameters(),
+            self.details(),
         ]
         return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
 

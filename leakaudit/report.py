@@ -550,10 +550,10 @@ def dhash_audit(
         sizes = frame.groupby("group_id").size()
         in_leaked = frame["group_id"].isin(leaked_ids).to_numpy()
 
-    images_by_split = with_split.groupby("split").size().reindex(order).astype(int)
+    images_by_split = with_split.groupby("split", observed=True).size().reindex(order).astype(int)
     leaked_by_split = (
         with_split[in_leaked[frame["split"].notna().to_numpy()]]
-        .groupby("split")
+        .groupby("split", observed=True)
         .size()
         .reindex(order, fill_value=0)
     )
@@ -787,7 +787,7 @@ def _warn_large_groups(frame: pd.DataFrame, images_by_split: pd.Series, sizes: p
     with_split = frame[frame["group_id"].isin(large).to_numpy() & frame["split"].notna().to_numpy()]
     if with_split.empty:
         return
-    counts = with_split.groupby(["group_id", "split"]).size()
+    counts = with_split.groupby(["group_id", "split"], observed=True).size()
     # Only groups big enough to matter need a look (a loop over every group is slow at 1M).
     counts = counts[counts >= _LARGE_GROUP_MIN]
     for (group_id, split), count in counts.items():

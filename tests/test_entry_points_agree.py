@@ -147,3 +147,30 @@ def test_bytes_alone_through_the_core(root: Path) -> None:
     report = leakaudit.audit_sources(data, splits, cache=False, workers=1)
     assert _leaked_names(report, _relative(root, files)) == EXPECTED
     _all_verified(report)
+
+
+def test_compare_says_why_a_pair_over_the_threshold_leaks(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25.7: a verified crop 18 bits apart is not printed as a bare '(distance 18)'."""
+    argv = ["compare", str(root / "train"), str(root / "test"), "--quiet", "--no-cache"]
+    assert main([*argv, "--workers", "1"]) == 0
+    crop = next(line for line in capsys.readouterr().out.splitlines() if "a_crop.jpg" in line)
+    assert "over the threshold 8: linked by verification, not by the hashes" in crop
+
+
+def test_html_report_puts_the_groups_before_the_counts_and_parameters(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25.7: the verification counts and parameters sit at the end, collapsed."""
+    out = tmp_path / "report.html"
+    argv = ["scan", str(root), "--quiet", "--no-cache", "--workers", "1", "--html", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    page = out.read_text()
+    leaked, details = page.index('id="leaked"'), page.index('id="details"')
+    assert leaked < details < page.index('class="params verification"')
+    assert page.index('id="verification"') < leaked  # the verdict's prose stays on top
+    tail = page[details:]
+    assert "<details><summary>Verification counts and limits</summary>" in tail
+    assert '<details id="parameters"><summary>Parameters</summary>' in tail
