@@ -104,6 +104,7 @@ __all__ = [
     "CROP_ROTATIONS",
     "CROP_SCALES",
     "HASH_METHODS",
+    "MAX_ORIENTATIONS",
     "N_CROP_ENTRIES",
     "N_EXTRA_ENTRIES",
     "N_ROTATION_ENTRIES",
@@ -1205,7 +1206,7 @@ def turned_view(
 
 #: Most orientation entries a row can have (all 8 dihedral codes); a row with more
 #: entries also has the as-is, crop and rotation entries.
-_MAX_ORIENTATIONS = 8
+MAX_ORIENTATIONS = 8
 
 
 def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
@@ -1232,7 +1233,7 @@ def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
     counts = np.diff(np.r_[-1, last])
     stop = np.repeat(last, counts)
     from_end = stop - np.arange(len(owner))
-    extra = np.repeat(counts > _MAX_ORIENTATIONS, counts)
+    extra = np.repeat(counts > MAX_ORIENTATIONS, counts)
     kinds[extra & (from_end == N_EXTRA_ENTRIES - 1)] = 3
     kinds[extra & (from_end == N_EXTRA_ENTRIES - 2)] = 4
     kinds[extra & (from_end < N_EXTRA_ENTRIES - 2)] = 1

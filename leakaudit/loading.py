@@ -81,6 +81,7 @@ from leakaudit._validation import check_bool, check_int, describe
 from leakaudit.errors import ImageLoadError
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "Box",
     "DecodeOptions",
     "ImageDecodeWarning",

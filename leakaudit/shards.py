@@ -98,7 +98,7 @@ from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, source_digest
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.hashing import (
-    _MAX_ORIENTATIONS,
+    MAX_ORIENTATIONS,
     N_EXTRA_ENTRIES,
     ON_ERROR_CHOICES,
     HashTable,
@@ -663,15 +663,15 @@ def _entries(
     # An empty or null list is no entries (the row then matches on its own hashes, see
     # _combine); any other length must be one hashing writes: 1-8 orientations, then
     # with crop entries the N_EXTRA_ENTRIES after them.
-    allowed = ((counts >= 1) & (counts <= _MAX_ORIENTATIONS)) | (
-        (counts > N_EXTRA_ENTRIES) & (counts <= N_EXTRA_ENTRIES + _MAX_ORIENTATIONS)
+    allowed = ((counts >= 1) & (counts <= MAX_ORIENTATIONS)) | (
+        (counts > N_EXTRA_ENTRIES) & (counts <= N_EXTRA_ENTRIES + MAX_ORIENTATIONS)
     )
     bad = np.flatnonzero((counts != 0) & ~allowed)
     if bad.size:
         row = int(bad[0])
         raise ValueError(
             f"{label}: column {name!r} row {row} (id {ids[row]!r}) has {counts[row]} entries; "
-            f"a row has none, 1 to {_MAX_ORIENTATIONS} (orientations), or those and "
+            f"a row has none, 1 to {MAX_ORIENTATIONS} (orientations), or those and "
             f"{N_EXTRA_ENTRIES} crop and rotation entries."
         )
     return counts, values
@@ -926,7 +926,7 @@ def _own_entries(
         stacklevel=4,
     )
     add = missing.copy()
-    partial = linkable & (counts >= 1) & (counts < _MAX_ORIENTATIONS)
+    partial = linkable & (counts >= 1) & (counts < MAX_ORIENTATIONS)
     if partial.any():
         # Rows that already hold their own hashes among their entries need no second copy.
         rows = entries.owner
@@ -1224,9 +1224,9 @@ def audit_hash_shards(
     -------
     LeakageReport
         ``report.table`` has one row per shard row, in shard order, with an
-        ``id`` column after ``split``. ``parameters["images_root"]`` records
-        the resolved folder (None: none), ``parameters["images"]`` what was
-        not read, in words.
+        ``id`` column after ``split``. Without ``images``,
+        ``parameters["images_root"]`` records the resolved folder (None: none)
+        and ``parameters["images"]`` what was not read, in words.
 
     Examples
     --------
@@ -1284,13 +1284,15 @@ def audit_hash_shards(
     parameters: dict[str, Any] = decode_parameters(options) if options is not None else {}
     if from_folder:
         parameters["hash_shards"] = len(shards.files)
-    parameters["images_root"] = root
-    if root is None:
+    if images is None:
+        # The path column is data: pictures are read only under a root the user named.
+        # Images given by the caller (the Ray adapter's, from the user's own dataset) are
+        # trusted as any other audit's are.
+        parameters["images_root"] = root
+    if root is None and images is None:
         parameters["images"] = (
             "image files named in the shards were not read (no --images-root / images_root "
-            "given): "
-            + ("the images given were verified" if images is not None else "the hashes decided")
-            + "; no thumbnails or --show pictures"
+            "given): the hashes decided; no thumbnails or --show pictures"
         )
     elif outside:
         parameters["images"] = (
