@@ -197,7 +197,7 @@ def rows_verification_reads(
     low = np.asarray(table.low_information, dtype=bool)
     rows = np.flatnonzero(valid & ~low)
     hashes = pd.DataFrame({"phash": table.phash[rows], "dhash": table.dhash[rows]})
-    shared = rows[hashes.duplicated(keep=False).to_numpy()].astype(np.int64)
+    shared: NDArray[np.int64] = rows[hashes.duplicated(keep=False).to_numpy()].astype(np.int64)
     if verify is False or method != "phash+dhash" or isinstance(threshold, Mapping):
         return shared
     options = verify if isinstance(verify, VerifyOptions) else VerifyOptions()
