@@ -116,6 +116,7 @@ from leakaudit.hashing import (
     HashTable,
     OrientationHashes,
     apply_on_error,
+    bytes_digest,
     hash_sources,
     source_name,
 )
@@ -887,7 +888,7 @@ class CachedFiles:
                 continue
             if _stat_identity(path) != identity:
                 continue
-            digest = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+            digest = bytes_digest(data)
             digests[row] = digest
             self.results[row, 2] = digest
             if _settled(identity, started_ns):

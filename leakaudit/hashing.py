@@ -114,6 +114,7 @@ __all__ = [
     "OrientationHashes",
     "UnreadableImageWarning",
     "apply_on_error",
+    "bytes_digest",
     "content_box",
     "dihedral_orientations",
     "entry_kinds",
@@ -123,6 +124,7 @@ __all__ = [
     "hashes_and_notes",
     "hashes_to_hex",
     "hex_to_hashes",
+    "image_digest",
     "popcount64",
     "source_name",
     "triangle_weights",
@@ -1782,11 +1784,25 @@ def _hash_reduced_batch(
     return phash, dhash, low_information, entries
 
 
-def _digest_bytes(data: bytes) -> int:
+def bytes_digest(data: bytes) -> int:
+    """The byte digest of an encoded image (``HashTable.digest``; verification's ``bytes``).
+
+    Examples
+    --------
+    >>> bytes_digest(b"abc") == bytes_digest(b"abc") != bytes_digest(b"abd")
+    True
+    """
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
-def _digest_pil(image: Image.Image) -> int:
+def image_digest(image: Image.Image) -> int:
+    """The digest of an in-memory image: its mode, size and pixels.
+
+    Examples
+    --------
+    >>> image_digest(Image.new("L", (2, 2))) != image_digest(Image.new("L", (2, 1)))
+    True
+    """
     h = hashlib.blake2b(digest_size=8)
     h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
     h.update(image.tobytes())
@@ -1835,14 +1851,14 @@ def hash_image(
         phash, dhash, low_information, entries = _hash_reduced(
             reduced, dihedral, options.crop_entries
         )
-        digest = _digest_pil(source) if low_information else 0
+        digest = image_digest(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>", options)
         reduced, note = grey_and_note_from_bytes(data, name, options)
         phash, dhash, low_information, entries = _hash_reduced(
             reduced, dihedral, options.crop_entries
         )
-        digest = _digest_bytes(data) if low_information else 0
+        digest = bytes_digest(data) if low_information else 0
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
     return ImageHashes(phash, dhash, low_information, digest, tuple(entries))
@@ -1953,7 +1969,7 @@ def _hash_items(
         for t in np.flatnonzero(low).tolist():
             source = decodable[read[t]]
             values[rows[t], 2] = (
-                _digest_pil(source) if isinstance(source, Image.Image) else _digest_bytes(source)
+                image_digest(source) if isinstance(source, Image.Image) else bytes_digest(source)
             )
         if len(entries):
             entries[:, 0] = rows[entries[:, 0].astype(np.intp)]

@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import io
 import itertools
 import math
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,16 +45,18 @@ from numpy.typing import NDArray
 from PIL import Image, ImageOps
 
 from leakaudit._text import first_few, printable
-from leakaudit._validation import check_bool, check_int
+from leakaudit._validation import check_bool, check_int, usable_cpu_count
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     CROP_BOXES,
     CROP_ROTATIONS,
     CROP_SCALES,
     N_CROP_ENTRIES,
+    bytes_digest,
     content_box,
     dihedral_orientations,
     entry_kinds,
+    image_digest,
     popcount64,
     triangle_weights,
     turned_view,
@@ -487,19 +487,6 @@ def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image
     return Image.alpha_composite(base, rgba).convert("L")
 
 
-def _bytes_digest(data: bytes) -> int:
-    """The :attr:`View.digest` of an encoded image."""
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
-
-
-def _image_digest(image: Image.Image) -> int:
-    """The :attr:`View.digest` of an in-memory image: its mode, size and pixels."""
-    h = hashlib.blake2b(digest_size=8)
-    h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
-    h.update(image.tobytes())
-    return int.from_bytes(h.digest(), "big")
-
-
 def load_view(
     source: Any,
     name: str,
@@ -532,10 +519,10 @@ def load_view(
     if isinstance(source, Image.Image):
         image = source
         lossless = _stored_losslessly(image)
-        digest = _image_digest(image)
+        digest = image_digest(image)
     else:
         name, data = read_source(source, name, options)
-        digest = _bytes_digest(data)
+        digest = bytes_digest(data)
         try:
             with warnings.catch_warnings():
                 # Our own limits (checked below) replace Pillow's warning.
@@ -1617,7 +1604,7 @@ def verify_candidates(
     decode = resolve_decode(decode)
     use_geometry, backend = _geometry_choice(options)
     if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        workers = usable_cpu_count()
     n_workers = max(1, int(workers))
     rows = np.unique(pairs.ravel()) if len(pairs) else np.zeros(0, dtype=np.int64)
     views = _views(sources, names, rows, decode, n_workers, entries)
@@ -1901,11 +1888,11 @@ def _source_digest(source: Any, name: str, decode: DecodeOptions) -> int | None:
     """The digest :func:`load_view` gives a source (None where it cannot be read)."""
     try:
         if isinstance(source, Image.Image):
-            return _image_digest(source)
+            return image_digest(source)
         _, data = read_source(source, name, decode)
     except (ImageLoadError, OSError, ValueError, TypeError):
         return None
-    return _bytes_digest(data)
+    return bytes_digest(data)
 
 
 def _same_bytes(
@@ -1921,7 +1908,7 @@ def _same_bytes(
     Indexed by row (itself for rows not in ``rows`` and unreadable ones).
     """
     if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        workers = usable_cpu_count()
 
     def digest(row: int) -> int | None:
         source = sources[row]
