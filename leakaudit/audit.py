@@ -367,6 +367,7 @@ def audit_hash_table(
             options=verify_options,
             workers=workers,
             dihedral=dihedral,
+            splits=frame["split"].to_numpy(),
         )
         frame["group_id"] = labels
         edges = verified.edges

@@ -270,7 +270,7 @@ def _histogram_svg(counts: NDArray[np.int64], threshold: int | None) -> str:
 
 
 # Stages with a colour of their own (any other stage name is shown, escaped, in grey).
-_STAGES = ("bytes", "hash", "pixels", "geometry", "embedding")
+_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding")
 _TRANSITIVE_BADGE = "transitive: linked only through same-split chains"
 
 
@@ -1173,6 +1173,7 @@ table.matrix td.edge { outline: 2px solid #135a2a; outline-offset: -2px; }
 .ev.ev-hash { background: #5a5a00; }
 .ev.ev-pixels { background: #0066aa; }
 .ev.ev-geometry { background: #4a4a9a; }
+.ev.ev-registered { background: #2a7a6a; }
 .ev.ev-embedding { background: #a0307a; }
 .ev.transitive { background: #fff3cd; color: #7a4a00; border: 1px solid #c08a00; }
 .strength { display: inline-block; font-size: 12px; color: #333; margin-left: 6px;

@@ -83,7 +83,7 @@ class LeakageReport:
         sampled beyond; missing without hashes). With :attr:`edges` known,
         ``evidence`` is the verification stage of the strongest pair that joins
         two splits directly (``"bytes"``, ``"hash"``, ``"pixels"``,
-        ``"geometry"``, ``"embedding"``), or ``"transitive"`` when the splits
+        ``"geometry"``, ``"registered"``, ``"embedding"``), or ``"transitive"`` when the splits
         are joined only through chains of same-split members;
         ``evidence_strength`` is that pair's strength (1 = byte copy, 0 for
         transitive groups), and groups are ordered by it, strongest first.

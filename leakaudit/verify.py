@@ -218,6 +218,13 @@ class VerifyOptions:
         a pair is rejected and its two images are kept in different groups
         however many copies verify against both (:func:`linking_pairs_kept_apart`).
         0 turns the check off.
+    tiny_photos : bool, default True
+        Run the tiny-photo net (:mod:`leakaudit._registration`): opaque photos
+        at most 64 px on their shorter side are paired with their mutual
+        nearest layout neighbour in another split and linked when, registered
+        (a scale and shift per axis), their luma and fine detail agree (stage
+        ``"registered"``). It reaches rescaled, shifted and re-cropped copies
+        of 32 px images that no hash threshold does.
 
     All defaults were chosen on ``benchmarks/bench_closure.py``'s generated
     photos, sprites and icons (``benchmarks/RESULTS.md``, "The verified
@@ -241,6 +248,7 @@ class VerifyOptions:
     figure_changed: float = 0.075
     min_support: float = MIN_SUPPORT
     distinct_pixels: int = DISTINCT_PIXELS
+    tiny_photos: bool = True
 
     def __post_init__(self) -> None:
         check_int("candidate_threshold", self.candidate_threshold, 0, 64)
@@ -272,6 +280,7 @@ class VerifyOptions:
                 raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}.")
         if self.geometry is not None:
             check_bool("geometry", self.geometry)
+        check_bool("tiny_photos", self.tiny_photos)
 
     def parameters(self) -> dict[str, Any]:
         """The options as report parameters."""
@@ -290,6 +299,7 @@ class VerifyOptions:
             "figure_changed": self.figure_changed,
             "min_support": self.min_support,
             "distinct_pixels": self.distinct_pixels,
+            "tiny_photos": self.tiny_photos,
         }
 
 
@@ -1947,6 +1957,49 @@ def _byte_copy_edges(rows: NDArray[np.int64], representative: NDArray[np.int64])
     return edges
 
 
+def _with_registered(
+    verified: VerifiedPairs,
+    sources: Sequence[Any],
+    rows: NDArray[np.int64],
+    splits: Sequence[Any] | NDArray[Any],
+    decode: DecodeOptions,
+    workers: int,
+) -> VerifiedPairs:
+    """``verified`` with the tiny-photo net's registered pairs added as edges."""
+    from leakaudit._registration import registered_pairs
+
+    codes, _ = pd.factorize(pd.Series(list(splits), dtype=object))
+    pairs, found, candidates = registered_pairs(
+        sources, rows, np.asarray(codes, dtype=np.int64), decode, workers
+    )
+    if candidates == 0:
+        return verified
+    edges = verified.edges
+    have = set(zip(edges["row_a"].tolist(), edges["row_b"].tolist(), strict=True))
+    new = np.array([(a, b) not in have for a, b in pairs.tolist()], dtype=bool)
+    added = pd.DataFrame(
+        {
+            "row_a": pairs[new, 0],
+            "row_b": pairs[new, 1],
+            "stage": "registered",
+            "distance": pd.array([pd.NA] * int(new.sum()), dtype="Int64"),
+            "similarity": found.correlation[new].astype(float),
+            "inliers": pd.array([pd.NA] * int(new.sum()), dtype="Int64"),
+            "strength": np.minimum(0.99, found.correlation[new].astype(float)),
+        }
+    )
+    if len(added):
+        edges = pd.concat([edges, added], ignore_index=True)
+        edges = edges.sort_values(["row_a", "row_b"], kind="stable", ignore_index=True)
+    return dataclasses.replace(
+        verified,
+        edges=edges,
+        n_candidates=verified.n_candidates + candidates,
+        n_rejected=verified.n_rejected + candidates - len(pairs),
+        stages=[*verified.stages, "registered"],
+    )
+
+
 def verified_labels(
     table: Any,
     sources: Sequence[Any],
@@ -1958,6 +2011,7 @@ def verified_labels(
     options: VerifyOptions,
     workers: int | None,
     dihedral: bool,
+    splits: Sequence[Any] | NDArray[Any] | None = None,
 ) -> tuple[NDArray[np.int64], VerifiedPairs]:
     """Group labels from verified edges only, and the verification's outcome.
 
@@ -2048,6 +2102,16 @@ def verified_labels(
         ),
     )
     edges = verified.edges
+    if options.tiny_photos and splits is not None:
+        verified = _with_registered(
+            verified,
+            sources,
+            np.flatnonzero(linkable & stands_for),
+            splits,
+            decode,
+            usable_cpu_count() if workers is None else max(1, int(workers)),
+        )
+        edges = verified.edges
     if options.min_support > 0 and len(edges):
         # Pairs the grid accepted but the native check told apart still count as
         # neighbours: the support rule judges the grid's matches.
