@@ -6,12 +6,14 @@ A copy of a 32 px photo that was rescaled by 5-20% (often with a border), shifte
 of the hash net reaches it. At that size an image has few pixels, and a direct test
 is cheap:
 
-1. **Layout neighbours.** Each tiny opaque photo gets a layout descriptor: its luma,
-   blurred, averaged to 8 x 8, zero-mean and unit-norm. A pair is a candidate when
-   each image is the other's nearest neighbour among the images of the *other*
-   splits (mutual nearest neighbours, cosine). Exact: every row is compared with
-   every row of the other splits (:func:`mutual_nearest_pairs`), so the candidates
-   are exactly brute force's; at most one per image.
+1. **Layout neighbours.** Each tiny opaque photo gets two descriptors: its layout
+   (luma, blurred, averaged to 8 x 8) and its spectrum (log magnitudes of the low
+   frequencies, blind to a shift), each zero-mean and unit-norm. A pair is a
+   candidate when each image is the other's nearest neighbour among the images of
+   the *other* splits (mutual nearest neighbours, cosine) by either descriptor.
+   Exact: every row is compared with every row of the other splits
+   (:func:`mutual_nearest_pairs`), so the candidates are exactly brute force's; at
+   most two per image.
 2. **Registration.** The candidate pair is aligned by least squares (Gauss-Newton,
    coarse to fine): a scale and a shift per axis, with a gain and an offset of the
    brightness (:func:`register_pairs`). Then the decision rule: **two images are
@@ -60,6 +62,7 @@ __all__ = [
     "nearest_in_other_groups",
     "register_pairs",
     "registered_pairs",
+    "spectrum_descriptors",
     "tiny_thumbnails",
 ]
 
@@ -159,6 +162,28 @@ def layout_descriptors(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
     block = THUMB_SIDE // LAYOUT_SIDE
     means = blurred(thumbs).reshape(n, LAYOUT_SIDE, block, LAYOUT_SIDE, block).mean(axis=(2, 4))
     flat = means.reshape(n, -1)
+    flat = flat - flat.mean(axis=1, keepdims=True)
+    norm = np.linalg.norm(flat, axis=1, keepdims=True)
+    return np.asarray(flat / np.maximum(norm, 1e-6), dtype=np.float32)
+
+
+#: The spectrum descriptor's frequencies per axis (0 to 5 cycles per image, both signs
+#: vertically): its magnitude does not move when the picture does.
+SPECTRUM_FREQUENCIES = 6
+
+
+def spectrum_descriptors(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Unit-norm, zero-mean log magnitudes of the low frequencies of the windowed,
+    blurred thumbnails, ``(n, 66)``: blind to a shift (a magnitude spectrum is), so it
+    pairs shifted copies whose 8 x 8 layouts moved apart."""
+    n, side = len(thumbs), thumbs.shape[1]
+    base = blurred(thumbs)
+    base = base - base.mean(axis=(1, 2), keepdims=True)
+    window = np.hanning(side)
+    spectrum = np.abs(np.fft.rfft2(base * (window[:, None] * window[None, :])))
+    k = SPECTRUM_FREQUENCIES
+    rows = list(range(k)) + list(range(side - k + 1, side))
+    flat = np.log1p(spectrum[:, rows, :k]).reshape(n, -1)
     flat = flat - flat.mean(axis=1, keepdims=True)
     norm = np.linalg.norm(flat, axis=1, keepdims=True)
     return np.asarray(flat / np.maximum(norm, 1e-6), dtype=np.float32)
@@ -496,7 +521,15 @@ def registered_pairs(
     tiny, thumbs = tiny_thumbnails(sources, rows, decode, workers)
     if len(np.unique(groups[tiny])) < 2:
         return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
-    local = mutual_nearest_pairs(layout_descriptors(thumbs), groups[tiny])
+    local = np.unique(
+        np.concatenate(
+            [
+                mutual_nearest_pairs(layout_descriptors(thumbs), groups[tiny]),
+                mutual_nearest_pairs(spectrum_descriptors(thumbs), groups[tiny]),
+            ]
+        ),
+        axis=0,
+    )
     # Both ways: sampling the image that must shrink aliases its fine detail (a 20%
     # rescale of a same-shot CIFAR-10 pair scored detail 0.32 one way, 0.79 the other),
     # so a pair is judged in the direction that enlarges. On the dev classes' 142

@@ -17,6 +17,7 @@ from leakaudit._registration import (
     mutual_nearest_pairs,
     nearest_in_other_groups,
     register_pairs,
+    spectrum_descriptors,
 )
 from leakaudit.verify import VerifyOptions
 
@@ -198,3 +199,13 @@ def test_the_audit_links_a_rescaled_tiny_copy_across_splits(tmp_path: Path) -> N
     )
     table = off.table.set_index(off.table["path"].map(lambda p: Path(p).name))
     assert table.loc["copy.jpg", "group_id"] != table.loc["04.jpg", "group_id"]
+
+
+def test_the_spectrum_does_not_see_a_shift() -> None:
+    big = _photo32(21).resize((40, 40), Image.Resampling.BICUBIC)
+    a = _thumb(big.crop((4, 4, 36, 36)))[None]
+    b = _thumb(big.crop((7, 2, 39, 34)))[None]  # moved 3 px across, 2 px up
+    layout = float(layout_descriptors(a)[0] @ layout_descriptors(b)[0])
+    spectrum = float(spectrum_descriptors(a)[0] @ spectrum_descriptors(b)[0])
+    assert spectrum > 0.85
+    assert spectrum > layout + 0.1, (spectrum, layout)
