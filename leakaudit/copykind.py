@@ -64,7 +64,7 @@ def copy_kind(
     stage: Any,
     *,
     turn: Any = 0,
-    aligned: Any = "whole",
+    aligned: Any = None,
     size_a: tuple[int, int] | None = None,
     size_b: tuple[int, int] | None = None,
     recoloured: Any = None,
@@ -82,8 +82,10 @@ def copy_kind(
         ``"dihedral hash"``, ``"embedding"``, ``"transitive"``).
     turn : int, default 0
         The dihedral code that turned the second image onto the first.
-    aligned : str, default "whole"
-        How verification aligned the pair (:data:`ALIGNMENTS`).
+    aligned : str, optional
+        How verification aligned the pair (:data:`ALIGNMENTS`). Unknown (an edge
+        made without it) for a verified pair: the phrase says only that it was
+        verified (``"verified copy (pixels)"``).
     size_a, size_b : (width, height), optional
         The two images' sizes (after trimming uniform borders), when known.
     recoloured : str or bool, optional
@@ -102,9 +104,9 @@ def copy_kind(
     --------
     >>> copy_kind("bytes")
     'identical'
-    >>> copy_kind("pixels", distance=0, size_a=(64, 48), size_b=(64, 48))
+    >>> copy_kind("pixels", aligned="whole", distance=0, size_a=(64, 48), size_b=(64, 48))
     're-encoded'
-    >>> copy_kind("pixels", turn=2, size_a=(64, 48), size_b=(32, 24))
+    >>> copy_kind("pixels", aligned="whole", turn=2, size_a=(64, 48), size_b=(32, 24))
     'resized, mirrored'
     >>> copy_kind("pixels", aligned="crop", recoloured="grey")
     'cropped, recoloured (grey)'
@@ -125,8 +127,10 @@ def copy_kind(
         return "joined through other images"
     if name not in ("pixels", "geometry"):
         return name
+    if not isinstance(aligned, str):
+        return "verified copy (pixels)" if name == "pixels" else "verified copy (features)"
     code = int(turn) if _present(turn) else 0
-    how = str(aligned) if isinstance(aligned, str) else "whole"
+    how = aligned
     words = []
     if how == "whole" and _resized(size_a, size_b, code):
         words.append("resized")
