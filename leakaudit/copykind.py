@@ -48,11 +48,13 @@ def _turn_words(turn: int) -> str:
     return "rotated 180" if turn == 6 else "rotated 90"
 
 
-def _resized(size_a: Any, size_b: Any, turn: int) -> bool | None:
+def _resized(
+    size_a: tuple[int, int] | None, size_b: tuple[int, int] | None, turn: int
+) -> bool | None:
     """Whether two (width, height) sizes differ; None when either is unknown."""
     if not size_a or not size_b:
         return None
-    (wa, ha), (wb, hb) = size_a, size_b
+    (wa, ha), (wb, hb) = (float(v) for v in size_a), (float(v) for v in size_b)
     if min(wa, ha, wb, hb) <= 0:
         return None
     if turn & 1:  # transposed: width and height swapped

@@ -43,9 +43,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._text import printable
+from leakaudit.copykind import copy_kind
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
-from leakaudit.copykind import copy_kind
 from leakaudit.report import COPY_KIND, TRANSITIVE, LeakageReport
 from leakaudit.safe_io import atomic_open
 
@@ -58,10 +58,10 @@ __all__ = [
     "PAIR_COLUMNS",
     "PAIR_EVIDENCE_COLUMNS",
     "PAIR_KIND_COLUMN",
-    "PairKinds",
     "PAIR_STAGES",
     "SPANNING_PAIRS_PER_MEMBER",
     "SPLIT_COLUMNS",
+    "PairKinds",
     "csv_paths",
     "evidence_text",
     "group_table",

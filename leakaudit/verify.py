@@ -46,6 +46,7 @@ from PIL import Image, ImageOps
 
 from leakaudit._text import first_few, printable
 from leakaudit._validation import check_bool, check_int, usable_cpu_count
+from leakaudit.copykind import copy_kind
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     CROP_BOXES,
@@ -72,7 +73,6 @@ from leakaudit.loading import (
     trim_allowed,
     trim_box,
 )
-from leakaudit.copykind import copy_kind
 from leakaudit.report import COPY_KIND, EDGE_COLUMNS
 from leakaudit.search import iter_pairs_within
 from leakaudit.search_between import iter_pairs_between
@@ -1705,7 +1705,16 @@ def verify_candidates(
                 distance=d,
             )
             accepted.append(
-                (a, b, verdict.stage, d, verdict.similarity, verdict.inliers, verdict.strength, kind)
+                (
+                    a,
+                    b,
+                    verdict.stage,
+                    d,
+                    verdict.similarity,
+                    verdict.inliers,
+                    verdict.strength,
+                    kind,
+                )
             )
         else:
             rejected += 1

@@ -182,8 +182,7 @@ def test_all_outputs_have_the_documented_columns(
     kind = [export.PAIR_KIND_COLUMN]  # always last
     evidence = list(pairs.columns) != export.PAIR_COLUMNS + kind
     assert (
-        list(pairs.columns)
-        == export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS + kind
+        list(pairs.columns) == export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS + kind
     )
     assert pairs["copy_kind"].tolist() == ["identical", "identical"]
     assert sorted(pairs["split_b"]) == ["Test", "VALIDATION"]
