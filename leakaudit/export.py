@@ -497,20 +497,28 @@ def _copy_kinds(
     """:data:`PAIR_KIND_COLUMN` of pairs: ``stage`` by the hash rule (:func:`_pair_stages`),
     ``edge`` each pair's verified edge (-1: none)."""
     kinds = np.empty(len(stage), dtype=object)
+    worded: dict[tuple[Any, Any], str] = {}  # a table has few distinct (stage, distance)
+
+    def words(how: Any, bits: Any) -> str:
+        key = (how, bits)
+        if key not in worded:
+            worded[key] = copy_kind(how, distance=bits)
+        return worded[key]
+
     for k, (how, bits, found) in enumerate(
         zip(stage.tolist(), distance.tolist(), edge.tolist(), strict=True)
     ):
         if how == "exact bytes":
-            kinds[k] = copy_kind(how)
+            kinds[k] = words(how, None)
         elif found >= 0:
             told = edges.kind[found]
             kinds[k] = (
                 told
                 if isinstance(told, str) and told
-                else copy_kind(edges.stage[found], distance=edges.distance[found])
+                else words(edges.stage[found], edges.distance[found])
             )
         else:
-            kinds[k] = copy_kind(TRANSITIVE if edges.present else how, distance=bits)
+            kinds[k] = words(TRANSITIVE if edges.present else how, bits)
     return kinds
 
 
