@@ -835,6 +835,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for row in matches.itertuples(index=False):
         print(
             f"LEAK  {printable(str(row.path))}  ~  {printable(str(row.match_path))}  "
+            f"{printable(str(row.copy_kind))} "
             f"({_distance_words(row.distance, threshold, bool(row.direct))}){_match_evidence(row)}"
         )
     for split, count in report.images_by_split.items():

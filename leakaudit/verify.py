@@ -46,6 +46,7 @@ from PIL import Image, ImageOps
 
 from leakaudit._text import first_few, printable
 from leakaudit._validation import check_bool, check_int, usable_cpu_count
+from leakaudit.copykind import copy_kind
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     CROP_BOXES,
@@ -72,7 +73,7 @@ from leakaudit.loading import (
     trim_allowed,
     trim_box,
 )
-from leakaudit.report import EDGE_COLUMNS
+from leakaudit.report import COPY_KIND, EDGE_COLUMNS
 from leakaudit.search import iter_pairs_within
 from leakaudit.search_between import iter_pairs_between
 
@@ -91,6 +92,7 @@ __all__ = [
     "VerifyOptions",
     "View",
     "candidate_pairs",
+    "colour_change",
     "compare_views",
     "distinct_applies",
     "distinct_pixel_count",
@@ -446,6 +448,8 @@ class View:
         in memory; not JPEG, WebP, GIF or any palette image (quantised). Only
         such images are told apart at native resolution
         (:func:`distinct_pixel_count`).
+    native_size : tuple of int
+        The trimmed image's (width, height) in the file's own pixels ((0, 0) unknown).
     """
 
     rgba: Image.Image
@@ -464,6 +468,7 @@ class View:
     native_side: int = 0
     lossless: bool = False
     native: Image.Image | None = None
+    native_size: tuple[int, int] = (0, 0)
 
 
 #: Alpha levels at or above which a soft edge is taken as opaque when the other image of
@@ -588,6 +593,7 @@ def load_view(
     # The trimmed box in the file's own pixels (the decode may have been reduced).
     to_native = min(original_size) / max(1, min(rgba.size))
     native_side = round(min(box[2] - box[0], box[3] - box[1]) * to_native)
+    native_size = (round((box[2] - box[0]) * to_native), round((box[3] - box[1]) * to_native))
     # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
     geometry_grey = np.zeros((0, 0), dtype=np.uint8)
     if not graphic:
@@ -615,6 +621,7 @@ def load_view(
         native_side=native_side,
         lossless=lossless,
         native=region if max(region.size) <= _VIEW_SIDE else None,
+        native_size=native_size,
         border=_border_colour(np.asarray(rgba, dtype=np.float32)),
         full_grid=(
             None
@@ -683,6 +690,14 @@ class PairVerdict:
         The dihedral code that turned the second image onto the first (0 as is).
     silhouette : float
         IoU of the alpha masks when both images have transparency (NaN otherwise).
+    aligned : str
+        The entries that aligned the pair (:data:`leakaudit.copykind.ALIGNMENTS`):
+        ``"whole"`` images (turned by ``turn``), or a ``"crop"``, ``"rotation"`` or
+        ``"content"`` entry of one against the other.
+    colour : float
+        Mean chroma difference of the aligned grids as they are, before any colour
+        map (NaN when not measured): against ``chroma``, what tells a recoloured
+        copy (:func:`colour_change`).
     """
 
     accepted: bool
@@ -694,6 +709,8 @@ class PairVerdict:
     turn: int = 0
     silhouette: float = math.nan
     changed: float = math.nan
+    aligned: str = "whole"
+    colour: float = math.nan
 
     @property
     def strength(self) -> float:
@@ -853,6 +870,15 @@ def _alignments(a: View, b: View, extra: int = 3) -> list[tuple[int, int, int, i
                 )
             )
     return found
+
+
+def _aligned_name(kind_a: int, kind_b: int) -> str:
+    """The :attr:`PairVerdict.aligned` of an alignment by entries of these kinds."""
+    kinds = {kind_a, kind_b}
+    for kind, name in ((ROTATION, "rotation"), (CROP, "crop"), (CONTENT, "content")):
+        if kind in kinds:
+            return name
+    return "whole"
 
 
 def _index_in_kind(kinds: NDArray[np.int8], position: int) -> int:
@@ -1126,6 +1152,7 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
             grid_b = _refined_crop(b, index_b, grid_a, grid_b, _pair_background(a, b))
             factor = _REFINED_CHANGED_FACTOR
         verdict = _compare_grids(grid_a, grid_b, a, b, options, changed_factor=factor)
+        verdict = dataclasses.replace(verdict, aligned=_aligned_name(kind_a, kind_b))
         if _rank(verdict) > _rank(best):
             best = verdict
             if best.accepted:
@@ -1234,7 +1261,14 @@ def _compare_grids(
         # look-alike sprites and icons share: the pixel check decides those alone.
         stage, reason = "pixels", "graphic: " + reason
     return PairVerdict(
-        accepted, stage, similarity, chroma, reason=reason, silhouette=iou, changed=changed
+        accepted,
+        stage,
+        similarity,
+        chroma,
+        reason=reason,
+        silhouette=iou,
+        changed=changed,
+        colour=_chroma_difference(rgb_a, rgb_b, saturation=None),
     )
 
 
@@ -1620,7 +1654,7 @@ def verify_candidates(
     views = _views(sources, names, rows, decode, n_workers, entries)
 
     features: dict[tuple[int, int], Any] = {}
-    accepted: list[tuple[int, int, str, int, float, int, float]] = []
+    accepted: list[tuple[int, int, str, int, float, int, float, str]] = []
     distinct: list[tuple[int, int]] = []
     distinct_passed: list[bool] = []
     rejected = unverified = 0
@@ -1634,7 +1668,8 @@ def verify_candidates(
             unverified += 1
             if 0 <= d <= options.link_threshold:
                 ran.add("hash")
-                accepted.append((a, b, "hash", d, math.nan, -1, 1.0 - d / 64.0))
+                kind = copy_kind("hash", distance=d)
+                accepted.append((a, b, "hash", d, math.nan, -1, 1.0 - d / 64.0, kind))
             else:
                 rejected += 1
             continue
@@ -1664,14 +1699,36 @@ def verify_candidates(
                 verdict.chroma,
                 match.inliers,
                 match.reason,
+                turn=verdict.turn,
+                aligned=verdict.aligned,
+                colour=verdict.colour,
             )
         if verdict.accepted:
+            kind = copy_kind(
+                verdict.stage,
+                turn=verdict.turn,
+                aligned=verdict.aligned,
+                size_a=view_a.native_size,
+                size_b=view_b.native_size,
+                recoloured=colour_change(view_a, view_b, verdict),
+                padded=(view_a.full_grid is None) != (view_b.full_grid is None),
+                distance=d,
+            )
             accepted.append(
-                (a, b, verdict.stage, d, verdict.similarity, verdict.inliers, verdict.strength)
+                (
+                    a,
+                    b,
+                    verdict.stage,
+                    d,
+                    verdict.similarity,
+                    verdict.inliers,
+                    verdict.strength,
+                    kind,
+                )
             )
         else:
             rejected += 1
-    edges = pd.DataFrame(accepted, columns=EDGE_COLUMNS)
+    edges = pd.DataFrame(accepted, columns=[*EDGE_COLUMNS, COPY_KIND])
     edges = edges.astype({"row_a": np.int64, "row_b": np.int64, "strength": float})
     edges["distance"] = edges["distance"].where(edges["distance"] >= 0).astype("Int64")
     edges["inliers"] = edges["inliers"].where(edges["inliers"] >= 0).astype("Int64")
@@ -1687,6 +1744,38 @@ def verify_candidates(
         distinct=np.array(distinct, dtype=np.int64).reshape(-1, 2),
         distinct_passed=np.array(distinct_passed, dtype=bool),
     )
+
+
+#: A grey image's mean chroma (Cb and Cr, 0-255 levels) is under this; a colour image
+#: it was made from is over :data:`_COLOUR_CHROMA`.
+_GREY_CHROMA = 2.0
+_COLOUR_CHROMA = 6.0
+#: An accepted pair whose aligned grids differ in chroma by more than this (mean of
+#: Cb and Cr, before any colour map: :attr:`PairVerdict.colour`) is a recoloured copy;
+#: a re-encode or a resize leaves a few levels.
+_RECOLOURED = 8.0
+
+
+def colour_change(a: View, b: View, verdict: PairVerdict) -> str | bool:
+    """Whether ``b`` is a recoloured copy of ``a`` (``verdict``: their pixel check).
+
+    Returns ``"grey"`` when one is grey and the other in colour (judged on their
+    whole grids, whatever the alignment), True when the aligned grids' colours
+    differ beyond a re-encode (:attr:`PairVerdict.colour`, at least twice what
+    is left after the best colour map, :attr:`PairVerdict.chroma`: a toned,
+    channel-swapped or saturated copy that the check accepted because a global
+    colour map explains it), else False.
+    """
+    white = np.full(3, 255.0, np.float32)
+    saturation = []
+    for view in (a, b):
+        rgb = _flattened(view.grid, white)
+        saturation.append(float((np.abs(rgb @ _CB) + np.abs(rgb @ _CR)).mean()))
+    if min(saturation) < _GREY_CHROMA and max(saturation) > _COLOUR_CHROMA:
+        return "grey"
+    # A global colour map must explain most of it (a misaligned crop differs in chroma
+    # too, but no map removes that).
+    return bool(verdict.colour > _RECOLOURED and verdict.colour > 2.0 * verdict.chroma)
 
 
 def supported_pairs(
@@ -1988,6 +2077,13 @@ def _with_registered(
             "strength": np.minimum(0.99, found.correlation[new].astype(float)),
         }
     )
+    if COPY_KIND in edges.columns:
+        added[COPY_KIND] = [
+            copy_kind("registered", scale=scale, shift=shift)
+            for scale, shift in zip(
+                found.scale[new].tolist(), found.shift[new].tolist(), strict=True
+            )
+        ]
     if len(added):
         edges = pd.concat([edges, added], ignore_index=True)
         edges = edges.sort_values(["row_a", "row_b"], kind="stable", ignore_index=True)

@@ -190,6 +190,8 @@ def test_the_audit_links_a_rescaled_tiny_copy_across_splits(tmp_path: Path) -> N
     assert table.loc["copy.jpg", "group_id"] == table.loc["04.jpg", "group_id"]
     assert report.edges is not None
     assert "registered" in set(report.edges["stage"])
+    registered = report.edges[report.edges["stage"] == "registered"]
+    assert registered["copy_kind"].str.contains("resized|shifted").all()
     # No other test image is linked to train.
     assert report.leaked_images_by_split()["test"] == 1
 
