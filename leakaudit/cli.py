@@ -211,7 +211,7 @@ def _add_common(parser: argparse.ArgumentParser, *, hashes_out: bool = False) ->
         default=True,
         help="verify every candidate pair before it links: hashes propose, the images "
         "(decoded again in colour) decide; --no-verify links every pair within the "
-        "threshold, as 0.1 did (default: on)",
+        "threshold (the bare threshold rule) (default: on)",
     )
     _add_min_support(group)
     group.add_argument(
