@@ -42,7 +42,6 @@ import io
 import os
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -562,7 +561,7 @@ def _thumbnails_of(
 
 
 def tiny_thumbnails(
-    sources: Sequence[Any], rows: NDArray[np.int64], decode: DecodeOptions, workers: int
+    sources: Sequence[Any], rows: NDArray[np.int64], decode: DecodeOptions
 ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
     """The rows that are tiny opaque photos, and their luma thumbnails.
 
@@ -571,16 +570,19 @@ def tiny_thumbnails(
     are left out; so are unreadable ones (the hashing stage has named them) and
     files over 256 KB (not tiny).
     """
-    chunks = [rows[s : s + _DECODE_BATCH].tolist() for s in range(0, len(rows), _DECODE_BATCH)]
+    # In this thread: decoding collects each image's warnings with
+    # warnings.catch_warnings, which is not thread-safe before Python 3.14 (and
+    # threads gained nothing here: the per-image work holds the GIL).
     with warnings.catch_warnings():
         # The hashing stage already reported each image's decoding notes.
         warnings.simplefilter("ignore")
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            thumbs = [
-                t
-                for part in pool.map(lambda c: _thumbnails_of(sources, c, decode), chunks)
-                for t in part
-            ]
+        thumbs = [
+            thumb
+            for start in range(0, len(rows), _DECODE_BATCH)
+            for thumb in _thumbnails_of(
+                sources, rows[start : start + _DECODE_BATCH].tolist(), decode
+            )
+        ]
     kept = [i for i, thumb in enumerate(thumbs) if thumb is not None]
     found = [thumb for thumb in thumbs if thumb is not None]
     if not found:
@@ -606,7 +608,6 @@ def registered_pairs(
     rows: NDArray[np.int64],
     groups: NDArray[np.int64],
     decode: DecodeOptions,
-    workers: int,
 ) -> tuple[NDArray[np.int64], Registration, int]:
     """The tiny-photo net: registered copies among ``rows`` across ``groups`` (splits).
 
@@ -624,7 +625,7 @@ def registered_pairs(
     none = np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.float32)
     if len(np.unique(groups[rows])) < 2:
         return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
-    tiny, thumbs = tiny_thumbnails(sources, rows, decode, workers)
+    tiny, thumbs = tiny_thumbnails(sources, rows, decode)
     if len(np.unique(groups[tiny])) < 2:
         return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
     local = np.unique(
