@@ -391,7 +391,7 @@ def _register_chunk(
     mask = valid & inner[None]
     overlap = mask.sum(axis=(1, 2)) / float(inner.sum())
     correlation = _masked_correlation(first, aligned, mask)
-    detail = _masked_correlation(first - blurred(first), aligned - blurred(aligned), mask)
+    detail = _masked_correlation(_detail(first), _detail(aligned), mask)
     return correlation, detail, scale, shift, overlap.astype(np.float32)
 
 
@@ -436,6 +436,11 @@ def _gauss_newton(
         scale = np.clip(scale + step[:, :2], *_SCALE_RANGE).astype(np.float32)
         shift = np.clip(shift + step[:, 2:], -max_shift, max_shift).astype(np.float32)
     return scale, shift
+
+
+def _detail(images: NDArray[Any]) -> NDArray[np.float32]:
+    """The fine detail of a stack of images: what a blur removes."""
+    return np.asarray(images - blurred(images), dtype=np.float32)
 
 
 def _masked_correlation(
