@@ -34,6 +34,12 @@ Set up (a separate venv; leakaudit itself is not needed) and run from the reposi
         --pairs /work/wt/cifar_nn_pairs.csv --groups benchmarks/_out/cifar/groups.csv \\
         --missed benchmarks/_out/cifar/missed_same_shot.txt --cache /tmp/sscd-emb
 
+Judgments: ciFAIR's and the shared reviewed list (``shared/data/cifar10``), then ours,
+``cifar_reviewed.csv`` and ``cifar_reviewed_sscd.csv`` (the test images that only SSCD, or
+the new registration judge, links; judged by eye). ``--knn sscd_distilled`` also tries SSCD as
+a candidate source (each dev test image's nearest dev train image); ``--size 160`` is 4x
+cheaper than 288 and separates at least as well here (``benchmarks/RESULTS.md`` section 18).
+
 ``--cache`` keeps the embeddings (one ``.npz`` per model and size) so a rerun only scores.
 """
 
