@@ -698,6 +698,10 @@ class PairVerdict:
         Mean chroma difference of the aligned grids as they are, before any colour
         map (NaN when not measured): against ``chroma``, what tells a recoloured
         copy (:func:`colour_change`).
+    detail : float
+        Correlation of the aligned grids' fine detail (luma minus a blur), measured
+        for a partial, turned or padded alignment of two photos the other checks
+        accepted (NaN otherwise): :func:`_fine_detail_agreement`.
     """
 
     accepted: bool
@@ -711,6 +715,7 @@ class PairVerdict:
     changed: float = math.nan
     aligned: str = "whole"
     colour: float = math.nan
+    detail: float = math.nan
 
     @property
     def strength(self) -> float:
@@ -1156,6 +1161,11 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
             factor = _REFINED_CHANGED_FACTOR
         verdict = _compare_grids(grid_a, grid_b, a, b, options, changed_factor=factor)
         verdict = dataclasses.replace(verdict, aligned=_aligned_name(kind_a, kind_b))
+        rotated = None
+        if ROTATION in (kind_a, kind_b):
+            side = 0 if kind_a == ROTATION else 1
+            rotated = (side, CROP_ROTATIONS[index_a if side == 0 else index_b])
+        verdict = _with_detail(verdict, a, b, rotated)
         if _rank(verdict) > _rank(best):
             best = verdict
             if best.accepted:
@@ -1182,10 +1192,79 @@ def _whole_verdict(
     luma_a = rgb_a @ _LUMA
     code = int(np.argmax(turns @ (luma_a - luma_a.mean())))
     turned_rgb_b = _turned_grid(rgb_b.reshape(*grid_b.shape[:2], 3), code).reshape(-1, 3)
-    verdict = _compare_grids(
-        grid_a, _turned_grid(grid_b, code), a, b, options, rgb=(rgb_a, turned_rgb_b)
+    turned = _turned_grid(grid_b, code)
+    verdict = _compare_grids(grid_a, turned, a, b, options, rgb=(rgb_a, turned_rgb_b))
+    verdict = dataclasses.replace(verdict, turn=code)
+    return _with_detail(verdict, a, b) if code != 0 else verdict
+
+
+#: The smallest side at which two grey images of a partial or turned match are
+#: compared for their fine detail (:func:`_fine_detail_agreement`): finer than the
+#: 24 x 24 grid, where a large photo's detail (texture, grain) is still there.
+_DETAIL_SIDE = 64
+
+
+def _fine_detail_agreement(
+    a: View, b: View, turn: int, rotated: tuple[int, float] | None = None
+) -> float | None:
+    """The decision rule for a partial or turned match of two photos: how well their
+    fine detail agrees once registered (None when there is nothing finer than the grid).
+
+    Agreement of coarse layout is not evidence on an image with little detail: tiles
+    of one smooth picture (a gradient, a vignette, a blurred edge) line up after a
+    crop, and the quadrants of a symmetric one (a retina photo's disc on black) after
+    a turn, at grid similarity 1.00; their fine detail does not line up. ``b``'s grey
+    image is turned by ``turn`` (and the ``rotated`` side, 0 for ``a`` and 1 for
+    ``b``, turned by its rotation entry's angle and cut to its centre), both are
+    resized to the smaller one's shorter side (at least :data:`_DETAIL_SIDE`), registered both ways
+    (:func:`leakaudit._registration.register_pairs`: a scale and shift per axis
+    absorb a crop or a pad) and the better direction's detail correlation is
+    returned. Graphics keep no grey image (their native check is
+    :func:`distinct_pixel_count`); photos under :data:`_DETAIL_SIDE` pixels have no
+    detail finer than the grid.
+    """
+    from leakaudit._registration import register_pairs
+
+    if a.grey.size == 0 or b.grey.size == 0 or min(*a.grey.shape, *b.grey.shape) < _DETAIL_SIDE:
+        return None
+    greys = [Image.fromarray(a.grey), Image.fromarray(turned_view(b.grey, None, turn)[0])]
+    if rotated is not None:
+        side, angle = rotated
+        turned = greys[side].rotate(angle, Image.Resampling.BILINEAR)
+        w, h = turned.size
+        greys[side] = turned.crop((w * 0.075, h * 0.075, w * 0.925, h * 0.925))
+    # As fine as both grey images allow: a copy's grain survives there, two different
+    # tiles' does not line up.
+    side = min(min(g.size) for g in greys) // 4 * 4
+    pair = np.stack(
+        [np.asarray(g.resize((side, side), Image.Resampling.BILINEAR), np.float32) for g in greys]
     )
-    return dataclasses.replace(verdict, turn=code)
+    forward = register_pairs(pair[:1], pair[1:])
+    backward = register_pairs(pair[1:], pair[:1])
+    return float(max(forward.detail[0], backward.detail[0]))
+
+
+def _with_detail(
+    verdict: PairVerdict, a: View, b: View, rotated: tuple[int, float] | None = None
+) -> PairVerdict:
+    """An accepted partial or turned verdict, rejected when its fine detail disagrees
+    (:func:`_fine_detail_agreement`, :data:`leakaudit._registration.MIN_DETAIL`)."""
+    from leakaudit._registration import MIN_DETAIL
+
+    if not verdict.accepted:
+        return verdict
+    detail = _fine_detail_agreement(a, b, verdict.turn, rotated)
+    if detail is None:
+        return verdict
+    if detail >= MIN_DETAIL:
+        return dataclasses.replace(verdict, detail=detail)
+    return dataclasses.replace(
+        verdict,
+        accepted=False,
+        stage="pixels",
+        detail=detail,
+        reason=f"coarse layout only: fine detail differs ({detail:.2f})",
+    )
 
 
 def _pair_background(a: View, b: View) -> NDArray[np.float32]:

@@ -211,3 +211,69 @@ def test_the_spectrum_does_not_see_a_shift() -> None:
     spectrum = float(spectrum_descriptors(a)[0] @ spectrum_descriptors(b)[0])
     assert spectrum > 0.85
     assert spectrum > layout + 0.1, (spectrum, layout)
+
+
+def _quadrants_of_a_disc(seed: int, side: int = 400) -> list[Image.Image]:
+    """A retina-like picture: an orange disc on black, centred, with a faint texture,
+    cut into its four quadrants (mirror images of one another but for the texture)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:side, 0:side] - (side - 1) / 2
+    radius = np.hypot(x, y) / (side / 2)
+    disc = 1.0 / (1.0 + np.exp((radius - (0.55 + 0.15 * (seed % 3))) * 25))
+    texture = np.asarray(
+        Image.fromarray(
+            rng.normal(128, 60, (side // 3, side // 3)).clip(0, 255).astype(np.uint8)
+        ).resize((side, side), Image.Resampling.BICUBIC),
+        np.float32,
+    )
+    luma = disc * (170 + 0.15 * (texture - 128))
+    rgb = np.stack([luma * 1.3, luma * (0.45 + 0.1 * (seed % 3)), luma * 0.15], axis=-1)
+    image = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+    half = side // 2
+    return [image.crop((x0, y0, x0 + half, y0 + half)) for y0 in (0, half) for x0 in (0, half)]
+
+
+def _smooth_tiles(seed: int) -> list[Image.Image]:
+    """Four corner tiles of a heavily blurred textured picture."""
+    from PIL import ImageFilter
+
+    base = photo_like(seed, (512, 384)).filter(ImageFilter.GaussianBlur(24))
+    return [base.crop((x0, y0, x0 + 256, y0 + 192)) for y0 in (0, 192) for x0 in (0, 256)]
+
+
+def test_turned_quadrants_and_smooth_tiles_do_not_link(tmp_path: Path) -> None:
+    """Coarse layout agrees after a turn or a crop; fine detail does not (issue 24)."""
+    for seed in range(3):
+        for k, tile in enumerate(_quadrants_of_a_disc(seed) + _smooth_tiles(seed)):
+            split = "train" if k % 2 == 0 else "test"
+            _write(tmp_path / split, f"s{seed}_{k}.jpg", tile)
+    # A real copy among them: a mirrored, slightly cropped, smaller copy of a textured photo.
+    photo = photo_like(99, (300, 300))
+    _write(tmp_path / "train", "photo.jpg", photo)
+    copy = (
+        photo.transpose(Image.Transpose.FLIP_LEFT_RIGHT).crop((9, 6, 291, 294)).resize((200, 204))
+    )
+    _write(tmp_path / "test", "photo_copy.jpg", copy)
+
+    report = leakaudit.audit_splits(
+        {"train": tmp_path / "train", "test": tmp_path / "test"}, cache=False, workers=1
+    )
+    table = report.table.set_index(report.table["path"].map(lambda p: Path(p).name))
+    assert table.loc["photo.jpg", "group_id"] == table.loc["photo_copy.jpg", "group_id"]
+    linked = table[table["group_id"].duplicated(keep=False)].index.tolist()
+    assert sorted(linked) == ["photo.jpg", "photo_copy.jpg"], linked
+
+
+def test_the_quadrants_agree_in_layout_but_not_in_detail() -> None:
+    from leakaudit.loading import DecodeOptions
+    from leakaudit.verify import compare_views, load_view
+
+    quadrants = _quadrants_of_a_disc(5)
+    views = [
+        load_view(q, f"q{k}", DecodeOptions(crop_entries=True)) for k, q in enumerate(quadrants)
+    ]
+    verdict = compare_views(views[0], views[1])
+    assert not verdict.accepted
+    assert verdict.similarity > 0.95  # the grid alone would call them copies
+    assert verdict.detail < 0.5
+    assert "fine detail" in verdict.reason
