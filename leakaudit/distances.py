@@ -8,7 +8,8 @@ orientations.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -19,9 +20,8 @@ from leakaudit.hashing import popcount64
 
 if TYPE_CHECKING:
     from leakaudit.hashing import OrientationHashes
-    from leakaudit.report import LeakageReport
 
-__all__ = ["ALL_PAIRS_MAX_MEMBERS", "PairDistances", "table_distances"]
+__all__ = ["ALL_PAIRS_MAX_MEMBERS", "AuditSettings", "PairDistances", "table_distances"]
 
 #: Groups up to this size are measured on every pair of members (spreads, the pairs table);
 #: bigger ones, usually transitive chaining, only through their direct links or a sample.
@@ -57,6 +57,18 @@ def _distance(columns: list[NDArray[np.uint64]], i: NDArray[np.int64], j: NDArra
     for values in columns:
         result = np.maximum(result, popcount64(values[i] ^ values[j]).astype(np.int64))
     return result
+
+
+class AuditSettings(Protocol):
+    """What :meth:`PairDistances.of_report` reads of a report (a
+    :class:`leakaudit.report.LeakageReport`): named here so this module does not
+    import the report's (the report imports this one)."""
+
+    @property
+    def parameters(self) -> Mapping[str, Any]: ...
+
+    @property
+    def orientations(self) -> OrientationHashes | None: ...
 
 
 class PairDistances:
@@ -124,7 +136,7 @@ class PairDistances:
         return np.where(both, turned, plain)
 
     @classmethod
-    def of_report(cls, report: LeakageReport, table: pd.DataFrame) -> PairDistances:
+    def of_report(cls, report: AuditSettings, table: pd.DataFrame) -> PairDistances:
         """The distances of a report's audit (its method, threshold and orientations)."""
         method = report.parameters.get("method")
         threshold = report.parameters.get("threshold")

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from leakaudit._text import printable
+from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.grouping import group_spread
 
 if TYPE_CHECKING:
@@ -692,7 +693,6 @@ def _turned_spreads(
     """
     if not len(leaked_groups) or not len(orientations):
         return
-    from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 
     method = parameters.get("method")
     distances = PairDistances(

@@ -141,3 +141,38 @@ def test_popcount_has_one_home() -> None:
     ]
     assert callers == []
     assert (root / "leakaudit" / "hashing.py").read_text().count("np.bitwise_count(") == 1
+
+
+def test_module_level_imports_have_no_cycle() -> None:
+    """The core's modules import one another in one direction at module level, type-only
+    imports included (imports inside functions, kept lazy, are not counted here)."""
+    package = Path(__file__).resolve().parents[1] / "leakaudit"
+    graph: dict[str, set[str]] = {}
+    for path in package.glob("*.py"):
+        name = f"leakaudit.{path.stem}" if path.stem != "__init__" else "leakaudit"
+        found: set[str] = set()
+        nodes = list(ast.parse(path.read_text(encoding="utf-8")).body)
+        while nodes:  # module level, including `if TYPE_CHECKING:` blocks
+            node = nodes.pop()
+            if isinstance(node, ast.If):
+                nodes.extend(node.body + node.orelse)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.startswith("leakaudit."):
+                    found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("leakaudit."))
+        graph[name] = found - {name}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*trail, node, nxt]))
+            if nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module != "leakaudit" and module not in state:
+            visit(module, [])
