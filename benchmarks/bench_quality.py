@@ -762,6 +762,251 @@ def reduction_quality_table(
 
 
 # --------------------------------------------------------------------------------------------------
+# Failure classes of the judge (issue 24): the default audit on smooth tiles, turned quadrants,
+# portrait strips, and real copies of the same smooth pictures
+# --------------------------------------------------------------------------------------------------
+
+FAILURES_DATA = Path(__file__).resolve().parent / "_data" / "failures"
+_FAILURES_VERSION = 2
+#: Classes that must never link (pairs of different pictures) and classes of planted copies.
+NEVER_LINKED = ("smooth tiles", "disc quadrants")
+COPY_KINDS = ("crop 5-15%", "rotate 4-6", "mirror", "recolour", "portrait strip")
+_SMOOTH_SIZE = (960, 720)
+
+
+def _smooth_picture(kind: str, seed: int) -> Image.Image:
+    """A picture with little detail: a gradient, a vignette, one soft edge, a blurred photo."""
+    from PIL import ImageFilter
+
+    rng = np.random.default_rng(seed)
+    width, height = _SMOOTH_SIZE
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    x, y = x / width - 0.5, y / height - 0.5
+    c0, c1 = rng.uniform(20, 235, 3), rng.uniform(20, 235, 3)
+    if kind == "photo":
+        from photos import source_photos
+
+        photo = source_photos()[seed % 19]
+        photo = photo.resize(_SMOOTH_SIZE, Image.Resampling.BICUBIC)
+        return photo.filter(ImageFilter.GaussianBlur(18 + 6 * (seed % 3)))
+    if kind == "gradient":
+        angle = rng.uniform(0, 2 * np.pi)
+        t = np.clip(x * np.cos(angle) + y * np.sin(angle) + 0.5, 0, 1)
+    elif kind == "vignette":
+        cx, cy = rng.uniform(-0.15, 0.15, 2)
+        t = np.clip(np.hypot(x - cx, (y - cy) * 0.75) * 1.6, 0, 1) ** 1.5
+    else:  # "edge": one soft straight edge
+        angle = rng.uniform(0, 2 * np.pi)
+        offset = rng.uniform(-0.2, 0.2)
+        t = 1 / (1 + np.exp(-(x * np.cos(angle) + y * np.sin(angle) - offset) * 12))
+    pixels = c0 + (c1 - c0) * t[..., None]
+    # Half of them dithered as wallpapers are (sensor or encoder noise, not texture).
+    pixels += rng.normal(0, 1.5 * (seed % 2), pixels.shape)
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
+def _disc_picture(seed: int, side: int = 800) -> Image.Image:
+    """A retina-like photo: an orange disc or arc centred on black, symmetric but for noise."""
+    rng = np.random.default_rng(seed)
+    y, x = (np.mgrid[0:side, 0:side].astype(np.float32) - (side - 1) / 2) / (side / 2)
+    r = np.hypot(x, y)
+    radius = rng.uniform(0.6, 0.9)
+    softness = (0.005, 0.02, 0.06)[seed % 3]  # a sharp edge to a soft one
+    disc = 1 / (1 + np.exp((r - radius) / softness))
+    if seed % 4 == 3:  # a bright arc (ring) rather than a filled disc
+        disc = disc * (1 - 1 / (1 + np.exp((r - radius * 0.8) / softness)))
+    shade = 1 - 0.35 * (r / radius) ** 2  # brighter centre, as a fundus photo
+    colour = np.array([rng.uniform(210, 250), rng.uniform(90, 150), rng.uniform(10, 40)])
+    pixels = disc[..., None] * shade[..., None] * colour + rng.normal(
+        0, (0, 2, 4)[seed % 3], (side, side, 3)
+    )
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
+def _tiles(image: Image.Image, columns: int, rows: int) -> list[Image.Image]:
+    width, height = image.size
+    w, h = width // columns, height // rows
+    return [
+        image.crop((i * w, j * h, (i + 1) * w, (j + 1) * h))
+        for j in range(rows)
+        for i in range(columns)
+    ]
+
+
+def _copy_of(image: Image.Image, kind: str, rng: np.random.Generator) -> Image.Image:
+    """A real copy of ``image`` (:data:`COPY_KINDS` but the strip)."""
+    if kind == "crop 5-15%":
+        return _crop(0.05, 0.15)(image, rng)
+    if kind == "rotate 4-6":
+        angle = rng.uniform(4, 6) * rng.choice([-1, 1])
+        rotated = image.rotate(angle, Image.Resampling.BICUBIC)
+        width, height = image.size
+        cos, sin = np.cos(np.radians(abs(angle))), np.sin(np.radians(abs(angle)))
+        scale = min(width / (width * cos + height * sin), height / (width * sin + height * cos))
+        w, h = width * scale, height * scale
+        box = ((width - w) / 2, (height - h) / 2, (width + w) / 2, (height + h) / 2)
+        return rotated.resize(image.size, Image.Resampling.LANCZOS, box=box)
+    if kind == "mirror":
+        return image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    if kind == "recolour":
+        gains = np.array([1.15, 0.95, 0.8]) if rng.random() < 0.5 else np.array([0.85, 1.0, 1.2])
+        pixels = np.asarray(image, np.float32) * gains + 8
+        return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+    raise ValueError(kind)
+
+
+def build_failure_set(out_dir: Path, n: int, seed: int = 0) -> pd.DataFrame:
+    """Write the failure classes under ``out_dir/{train,val,test}``; one row per image:
+    ``split, name, family, cls`` (``family``: the picture it shows; a copy shares its
+    original's; ``cls``: the class, a copy kind for planted copies)."""
+    manifest = out_dir / "manifest.csv"
+    stamp = out_dir / "version.json"
+    wanted = {"version": _FAILURES_VERSION, "n": n, "seed": seed}
+    if manifest.exists() and stamp.exists() and json.loads(stamp.read_text()) == wanted:
+        return pd.read_csv(manifest)
+    rows: list[dict[str, Any]] = []
+    splits = ("train", "test", "val")
+
+    def save(
+        image: Image.Image, split: str, name: str, family: str, cls: str, copy: bool = False
+    ) -> None:
+        (out_dir / split).mkdir(parents=True, exist_ok=True)
+        image.convert("RGB").save(out_dir / split / f"{name}.jpg", quality=92)
+        rows.append(
+            {"split": split, "name": f"{name}.jpg", "family": family, "cls": cls, "copy": copy}
+        )
+
+    rng = np.random.default_rng(seed)
+    kinds = ("gradient", "vignette", "edge", "photo")
+    for k in range(n):
+        # (a) tiles of one smooth picture: 4 corners or 6 tiles, in turn across the splits.
+        kind = kinds[k % len(kinds)]
+        picture = _smooth_picture(kind, seed * 1000 + k)
+        tiles = _tiles(picture, 2, 2) if k % 2 == 0 else _tiles(picture, 3, 2)
+        for t, tile in enumerate(tiles):
+            family = f"s{k}_{kind}_t{t}"
+            split = splits[t % 3]
+            save(tile, split, family, family, "smooth tiles")
+            if t < 2:  # real copies of two tiles, in another split
+                for c, copy_kind in enumerate(COPY_KINDS[:4]):
+                    other = splits[(t + 1 + c % 2) % 3]
+                    save(
+                        _copy_of(tile, copy_kind, rng),
+                        other,
+                        f"{family}_c{c}",
+                        family,
+                        copy_kind,
+                        True,
+                    )
+        # (b) the four quadrants of a retina-like disc.
+        quadrants = _tiles(_disc_picture(seed * 1000 + k), 2, 2)
+        for t, quadrant in enumerate(quadrants):
+            family = f"d{k}_q{t}"
+            save(quadrant, splits[t % 3], family, family, "disc quadrants")
+    # The real retina photo's quadrants (textured: vessels) and a real copy of it.
+    from photos import SOURCE_NAMES, source_photos
+
+    photos = source_photos()
+    retina = photos[SOURCE_NAMES.index("retina")]
+    for t, quadrant in enumerate(_tiles(retina.resize((800, 800)), 2, 2)):
+        save(quadrant, splits[t % 3], f"retina_q{t}", f"retina_q{t}", "disc quadrants")
+    # Real copies of a retina photo (generated discs differ by nothing but noise: a
+    # copy of one is indistinguishable from another, so only the real one is copied).
+    whole = retina.resize((600, 600))
+    save(whole, "train", "retina", "retina", "disc quadrants")
+    for c, copy_kind in enumerate(COPY_KINDS[:4]):
+        save(_copy_of(whole, copy_kind, rng), "test", f"retina_c{c}", "retina", copy_kind, True)
+    # (c) portrait strips: a 9:16 strip of a 16:9 photo.
+    for k, photo in enumerate(photos[: min(n, len(photos))]):
+        width, height = photo.size
+        h = min(height, int(width * 9 / 16))
+        landscape = photo.crop((0, 0, int(h * 16 / 9), h)).resize(
+            (1024, 576), Image.Resampling.LANCZOS
+        )
+        x0 = int(rng.uniform(0, 1024 - 324))
+        strip = landscape.crop((x0, 0, x0 + 324, 576)).resize((360, 640), Image.Resampling.LANCZOS)
+        family = f"p{k}_{SOURCE_NAMES[k]}"
+        save(landscape, "train", family, family, "portrait strip")
+        save(strip, "test", f"{family}_strip", family, "portrait strip", True)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(manifest, index=False)
+    stamp.write_text(json.dumps(wanted))
+    return frame
+
+
+def score_failures(out_dir: Path, frame: pd.DataFrame, workers: int) -> dict[str, Any]:
+    """The default audit of the failure set: recall of each copy kind, and the pairs of
+    different pictures of each never-linked class found in one group."""
+    import leakaudit
+
+    start = time.perf_counter()
+    report = leakaudit.audit_splits(
+        {s: out_dir / s for s in ("train", "val", "test")}, cache=False, workers=workers
+    )
+    seconds = time.perf_counter() - start
+    table = report.table
+    key = list(zip(table["split"], table["path"].map(lambda p: Path(str(p)).name), strict=True))
+    group = dict(zip(key, table["group_id"].to_numpy(), strict=True))
+    frame = frame.assign(
+        group=[group[(s, n)] for s, n in zip(frame["split"], frame["name"], strict=True)]
+    )
+    originals = frame[~frame["copy"]]
+    original_group = dict(zip(originals["family"], originals["group"], strict=True))
+    recall = {}
+    for kind in COPY_KINDS:
+        copies = frame[(frame["cls"] == kind) & frame["copy"]]
+        hits = [
+            original_group[f] == g for f, g in zip(copies["family"], copies["group"], strict=True)
+        ]
+        recall[kind] = (int(sum(hits)), len(hits))
+    false_pairs = {cls: 0 for cls in NEVER_LINKED}
+    false_images = {cls: set() for cls in NEVER_LINKED}
+    cls_of = {f: c for f, c in zip(originals["family"], originals["cls"], strict=True)}
+    for _, members in frame.groupby("group"):
+        families = sorted(set(members["family"]))
+        for i, fa in enumerate(families):
+            for fb in families[i + 1 :]:
+                for cls in {cls_of.get(fa), cls_of.get(fb)} & set(NEVER_LINKED):
+                    false_pairs[cls] += 1
+                    false_images[cls].update(members["name"])
+    counts = originals["cls"].value_counts().to_dict()
+    return {
+        "recall": recall,
+        "false_pairs": false_pairs,
+        "false_images": {c: len(v) for c, v in false_images.items()},
+        "originals": counts,
+        "images": len(frame),
+        "seconds": seconds,
+    }
+
+
+def failures_main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        description="bench_quality --failures: the judge's failure classes"
+    )
+    parser.add_argument("--n", type=int, default=12, help="smooth pictures and discs (default 12)")
+    parser.add_argument("--out", type=Path, default=FAILURES_DATA)
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    frame = build_failure_set(args.out, args.n, args.seed)
+    figures = score_failures(args.out, frame, args.workers)
+    print("| class | measured |\n|---|---:|")
+    for kind, (hit, total) in figures["recall"].items():
+        print(f"| {kind}: copies found | {hit}/{total} ({hit / max(total, 1):.0%}) |")
+    for cls in NEVER_LINKED:
+        print(
+            f"| {cls} ({figures['originals'].get(cls, 0)} pictures): pairs of different ones "
+            f"linked (images) | {figures['false_pairs'][cls]} ({figures['false_images'][cls]}) |"
+        )
+    print(f"| audit of {figures['images']} images, s | {figures['seconds']:.0f} |")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, default=int))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------------------
 
@@ -799,6 +1044,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     rest = list(sys.argv[1:] if argv is None else argv)
+    if "--failures" in rest:
+        rest.remove("--failures")
+        return failures_main(rest)
     if "--closure" in rest:
         rest.remove("--closure")
         import bench_closure

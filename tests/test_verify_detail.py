@@ -1,0 +1,138 @@
+"""The judge's decision rule for partial and turned matches (issue 24, point 2): structure
+that agrees in fine detail across the picture is evidence; one shared edge, or the layout
+of a smooth picture, is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from imagegen import photo_like
+from PIL import Image
+
+import leakaudit
+from leakaudit.loading import DecodeOptions
+from leakaudit.verify import compare_views, load_view
+
+
+def _write(folder: Path, name: str, image: Image.Image) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    image.save(folder / name, quality=92)
+
+
+def _sharp_disc_quadrants(radius: float, side: int = 400) -> list[Image.Image]:
+    """The retina case at its hardest: a sharp orange disc on black, shaded towards its
+    rim, no texture and no noise; its quadrants are exact dihedral turns of one another."""
+    y, x = (np.mgrid[0:side, 0:side].astype(np.float32) - (side - 1) / 2) / (side / 2)
+    r = np.hypot(x, y)
+    disc = 1 / (1 + np.exp(np.clip((r - radius) / 0.005, -50, 50))) * (1 - 0.35 * (r / radius) ** 2)
+    rgb = disc[..., None] * np.array([235.0, 120.0, 25.0])
+    image = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+    half = side // 2
+    return [image.crop((x0, y0, x0 + half, y0 + half)) for y0 in (0, half) for x0 in (0, half)]
+
+
+def _gradient_tiles(seed: int) -> list[Image.Image]:
+    """Six tiles of one smooth two-colour gradient, lightly dithered."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:480, 0:720].astype(np.float32)
+    angle = rng.uniform(0, 2 * np.pi)
+    t = np.clip((x / 720 - 0.5) * np.cos(angle) + (y / 480 - 0.5) * np.sin(angle) + 0.5, 0, 1)
+    c0, c1 = rng.uniform(20, 235, 3), rng.uniform(20, 235, 3)
+    rgb = c0 + (c1 - c0) * t[..., None] + rng.normal(0, 1.5, (480, 720, 3))
+    image = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+    return [
+        image.crop((i * 240, j * 240, i * 240 + 240, j * 240 + 240))
+        for j in (0, 1)
+        for i in (0, 1, 2)
+    ]
+
+
+def _names(report: leakaudit.LeakageReport) -> pd.DataFrame:
+    return report.table.set_index(report.table["path"].map(lambda p: Path(str(p)).name))
+
+
+def test_sharp_disc_quadrants_and_gradient_tiles_are_not_linked(tmp_path: Path) -> None:
+    splits = ("train", "test", "val")
+    for k, radius in enumerate((0.7, 0.85)):
+        for q, quadrant in enumerate(_sharp_disc_quadrants(radius)):
+            _write(tmp_path / splits[q % 3], f"disc{k}_q{q}.jpg", quadrant)
+    for t, tile in enumerate(_gradient_tiles(3)):
+        _write(tmp_path / splits[t % 3], f"gradient_t{t}.jpg", tile)
+    report = leakaudit.audit_splits({s: tmp_path / s for s in splits}, cache=False, workers=1)
+    table = _names(report)
+    linked = sorted(table[table["group_id"].duplicated(keep=False)].index)
+    assert linked == [], linked
+
+
+def test_crop_rotation_and_mirror_of_a_detailed_photo_still_link(tmp_path: Path) -> None:
+    photo = photo_like(11, (320, 240))
+    _write(tmp_path / "train", "photo.jpg", photo)
+    crop = photo.crop((20, 12, 300, 228)).resize((320, 240), Image.Resampling.LANCZOS)
+    rotated = photo.rotate(5, Image.Resampling.BICUBIC).crop((20, 15, 300, 225))
+    mirror = photo.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    for name, image in (("crop.jpg", crop), ("rotated.jpg", rotated), ("mirror.jpg", mirror)):
+        _write(tmp_path / "test", name, image)
+    table = _names(
+        leakaudit.audit_splits(
+            {"train": tmp_path / "train", "test": tmp_path / "test"}, cache=False, workers=1
+        )
+    )
+    group = table.loc["photo.jpg", "group_id"]
+    for name in ("crop.jpg", "rotated.jpg", "mirror.jpg"):
+        assert table.loc[name, "group_id"] == group, name
+
+
+def test_the_quadrants_agree_along_one_edge_only() -> None:
+    quadrants = _sharp_disc_quadrants(0.8)
+    views = [
+        load_view(q, f"q{k}", DecodeOptions(crop_entries=True)) for k, q in enumerate(quadrants)
+    ]
+    verdict = compare_views(views[0], views[1])
+    assert verdict.similarity > 0.95  # the grid alone would call them copies
+    assert not verdict.accepted
+    assert verdict.detail < 0.5 and "fine detail" in verdict.reason
+
+
+def test_only_verified_pairs_link(tmp_path: Path) -> None:
+    """Groups are exactly the connected components of the verified pairs, and every pair
+    the pixel check verified is one it accepts when asked again."""
+    splits = ("train", "test", "val")
+    rng = np.random.default_rng(7)
+    images = _sharp_disc_quadrants(0.75) + _gradient_tiles(5)
+    for seed in range(3):
+        photo = photo_like(seed + 20, (240, 240))
+        images += [photo, photo.transpose(Image.Transpose.ROTATE_90), photo.crop((12, 0, 240, 228))]
+    for k, image in enumerate(images):
+        _write(tmp_path / splits[int(rng.integers(3))], f"i{k:02d}.jpg", image)
+    report = leakaudit.audit_splits({s: tmp_path / s for s in splits}, cache=False, workers=1)
+    table = report.table
+    edges = report.edges if report.edges is not None else pd.DataFrame(columns=["row_a", "row_b"])
+    parent = list(range(len(table)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in zip(edges["row_a"], edges["row_b"], strict=True):
+        parent[find(int(a))] = find(int(b))
+    components = pd.Series([find(i) for i in range(len(table))])
+    groups = table["group_id"].reset_index(drop=True)
+    # The same partition: one group per component, one component per group.
+    assert (components.groupby(groups).nunique() == 1).all()
+    assert (groups.groupby(components).nunique() == 1).all()
+    options = DecodeOptions(crop_entries=True)
+    for a, b, stage in zip(edges["row_a"], edges["row_b"], edges["stage"], strict=True):
+        if stage == "pixels":
+            va = load_view(str(table["path"].iloc[int(a)]), "a", options)
+            vb = load_view(str(table["path"].iloc[int(b)]), "b", options)
+            assert compare_views(va, vb).accepted, (a, b)
+    # The smooth look-alikes joined nothing.
+    names = table["path"].map(lambda p: Path(str(p)).name)
+    lookalikes = {f"i{k:02d}.jpg" for k in range(10)}
+    for _, members in table.groupby("group_id"):
+        member_names = set(names[members.index])
+        assert len(member_names) == 1 or not member_names & lookalikes, member_names
