@@ -62,6 +62,7 @@ __all__ = [
     "mutual_nearest_pairs",
     "nearest_in_other_groups",
     "register_pairs",
+    "registered_overlap",
     "registered_pairs",
     "spectrum_descriptors",
     "tiny_thumbnails",
@@ -437,6 +438,21 @@ def _gauss_newton(
         scale = np.clip(scale + step[:, :2], *_SCALE_RANGE).astype(np.float32)
         shift = np.clip(shift + step[:, 2:], -max_shift, max_shift).astype(np.float32)
     return scale, shift
+
+
+def registered_overlap(
+    first: NDArray[np.float32], second: NDArray[np.float32]
+) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+    """``second`` (one square image) registered onto ``first``, and where it overlaps
+    ``first``'s inner region (less :data:`_MARGIN` at each edge)."""
+    side = first.shape[0]
+    found = register_pairs(first[None], second[None])
+    rows, cols_t, valid = _warp_matrices(found.scale, found.shift, side)
+    aligned = np.asarray((rows @ second[None] @ cols_t)[0], dtype=np.float32)
+    mask = valid[0].copy()
+    mask[:_MARGIN] = mask[-_MARGIN:] = False
+    mask[:, :_MARGIN] = mask[:, -_MARGIN:] = False
+    return aligned, mask
 
 
 def fine_detail(images: NDArray[Any]) -> NDArray[np.float32]:

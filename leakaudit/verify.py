@@ -1267,21 +1267,10 @@ def _detail_coverage(first: NDArray[np.float32], second: NDArray[np.float32]) ->
     black, a smooth gradient) does not agree: one shared edge, or the layout of a smooth
     picture, is not evidence of a copy; detail that agrees across the picture is.
     """
-    from leakaudit._registration import (
-        _MARGIN,
-        MIN_DETAIL,
-        _warp_matrices,
-        fine_detail,
-        register_pairs,
-    )
+    from leakaudit._registration import MIN_DETAIL, fine_detail, registered_overlap
 
     side = first.shape[0]
-    registration = register_pairs(first[None], second[None])
-    rows, cols_t, valid = _warp_matrices(registration.scale, registration.shift, side)
-    aligned = (rows @ second[None] @ cols_t)[0]
-    mask = valid[0].copy()
-    mask[:_MARGIN] = mask[-_MARGIN:] = False
-    mask[:, :_MARGIN] = mask[:, -_MARGIN:] = False
+    aligned, mask = registered_overlap(first, second)
     detail_a = fine_detail(first[None])[0]
     detail_b = fine_detail(aligned[None])[0]
     step = side // _DETAIL_BLOCKS

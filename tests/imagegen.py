@@ -61,6 +61,20 @@ def photo_like(seed: int, size: tuple[int, int] = (160, 120), mode: str = "RGB")
     return Image.fromarray(photo_like_array(seed, size)).convert(mode)
 
 
+def textured_photo(seed: int, size: tuple[int, int] = (160, 120)) -> Image.Image:
+    """:func:`photo_like` with texture at a few pixels' scale, as real photos have (grass,
+    skin, fabric, grain): the fine detail a copy keeps and a look-alike does not."""
+    width, height = size
+    rng = np.random.default_rng(50_000 + seed)
+    coarse = rng.normal(128, 50, (max(2, height // 4), max(2, width // 4)))
+    texture = Image.fromarray(coarse.clip(0, 255).astype(np.uint8)).resize(
+        (width, height), Image.Resampling.BICUBIC
+    )
+    pixels = photo_like_array(seed, size).astype(np.float32)
+    pixels += 0.5 * (np.asarray(texture, np.float32)[..., None] - 128)
+    return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8))
+
+
 def flat_with_noise(
     value: int, noise: float, *, size: tuple[int, int] = (200, 150), seed: int = 0
 ) -> Image.Image:

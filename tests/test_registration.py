@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from imagegen import photo_like
+from imagegen import photo_like, textured_photo
 from PIL import Image
 
 import leakaudit
@@ -248,7 +248,7 @@ def test_turned_quadrants_and_smooth_tiles_do_not_link(tmp_path: Path) -> None:
             split = "train" if k % 2 == 0 else "test"
             _write(tmp_path / split, f"s{seed}_{k}.jpg", tile)
     # A real copy among them: a mirrored, slightly cropped, smaller copy of a textured photo.
-    photo = photo_like(99, (300, 300))
+    photo = textured_photo(99, (300, 300))
     _write(tmp_path / "train", "photo.jpg", photo)
     copy = (
         photo.transpose(Image.Transpose.FLIP_LEFT_RIGHT).crop((9, 6, 291, 294)).resize((200, 204))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from imagegen import photo_like
+from imagegen import photo_like, textured_photo
 from PIL import Image, ImageDraw, ImageEnhance
 
 import leakaudit
@@ -86,7 +86,8 @@ def folder_icon(colour: tuple[int, int, int], size: int = 48) -> Image.Image:
     return image
 
 
-PHOTO = photo_like(3, (320, 240))
+# Textured, as photos are: partial and turned matches must agree in fine detail.
+PHOTO = textured_photo(3, (320, 240))
 
 
 # ------------------------------------------------------------ the pixel check
