@@ -367,6 +367,7 @@ def audit_hash_table(
             options=verify_options,
             workers=workers,
             dihedral=dihedral,
+            splits=frame["split"].to_numpy(),
         )
         frame["group_id"] = labels
         edges = verified.edges
@@ -608,7 +609,7 @@ def audit_splits(
         colour, are verified to be copies (byte-identical, aligned pixels with
         the same colours and silhouette, or local features under a
         similarity transform when OpenCV is installed). ``False`` links every
-        pair within ``threshold``, as 0.1 did. Which stages ran is in
+        pair within ``threshold`` (the bare threshold rule). Which stages ran is in
         ``report.parameters["stages"]``, each linked pair's evidence in
         ``report.edges``. With ``dihedral=True`` it also indexes the crop and
         rotation entries (``DecodeOptions.crop_entries``).

@@ -211,7 +211,7 @@ def _add_common(parser: argparse.ArgumentParser, *, hashes_out: bool = False) ->
         default=True,
         help="verify every candidate pair before it links: hashes propose, the images "
         "(decoded again in colour) decide; --no-verify links every pair within the "
-        "threshold, as 0.1 did (default: on)",
+        "threshold (the bare threshold rule) (default: on)",
     )
     _add_min_support(group)
     group.add_argument(
@@ -835,6 +835,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for row in matches.itertuples(index=False):
         print(
             f"LEAK  {printable(str(row.path))}  ~  {printable(str(row.match_path))}  "
+            f"{printable(str(row.copy_kind))} "
             f"({_distance_words(row.distance, threshold, bool(row.direct))}){_match_evidence(row)}"
         )
     for split, count in report.images_by_split.items():

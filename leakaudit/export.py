@@ -43,9 +43,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._text import printable
+from leakaudit.copykind import copy_kind
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
-from leakaudit.report import TRANSITIVE, LeakageReport
+from leakaudit.report import COPY_KIND, TRANSITIVE, LeakageReport
 from leakaudit.safe_io import atomic_open
 
 __all__ = [
@@ -56,9 +57,11 @@ __all__ = [
     "MATCH_EVIDENCE_COLUMNS",
     "PAIR_COLUMNS",
     "PAIR_EVIDENCE_COLUMNS",
+    "PAIR_KIND_COLUMN",
     "PAIR_STAGES",
     "SPANNING_PAIRS_PER_MEMBER",
     "SPLIT_COLUMNS",
+    "PairKinds",
     "csv_paths",
     "evidence_text",
     "group_table",
@@ -135,10 +138,16 @@ PAIR_EVIDENCE_COLUMNS = [
 ]
 #: Columns the groups table gains when the report has verified edges (as in ``leaked_groups``).
 GROUP_EVIDENCE_COLUMNS = ["evidence", "evidence_strength"]
-#: Columns ``leak_matches(..., evidence=True)`` adds: :data:`PAIR_EVIDENCE_COLUMNS`, and
+#: The last column of the pairs table (and of ``leak_matches(..., evidence=True)``): what
+#: kind of copy the pair is, in words (:func:`leakaudit.copykind.copy_kind`): from its
+#: verified pair ("identical", "re-encoded", "resized, mirrored", "cropped", "recoloured",
+#: ...), or, decided by hashes alone, what the hashes show ("near-identical hashes",
+#: "mirrored or rotated (hashes)"), or "joined through other images".
+PAIR_KIND_COLUMN = COPY_KIND
+#: Columns ``leak_matches(..., evidence=True)`` adds: :data:`PAIR_EVIDENCE_COLUMNS`,
 #: ``via``, how many other images the shortest chain of links passes through (0 when direct;
-#: missing when unknown).
-MATCH_EVIDENCE_COLUMNS = [*PAIR_EVIDENCE_COLUMNS, "via"]
+#: missing when unknown), and :data:`PAIR_KIND_COLUMN`.
+MATCH_EVIDENCE_COLUMNS = [*PAIR_EVIDENCE_COLUMNS, "via", PAIR_KIND_COLUMN]
 
 
 def _empty(columns: list[str]) -> pd.DataFrame:
@@ -394,7 +403,11 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     table = _require_table(report)
     distances = PairDistances.of_report(report, table)
     if not len(report.leaked_groups):
-        return _empty(PAIR_COLUMNS + (PAIR_EVIDENCE_COLUMNS if report.edges is not None else []))
+        return _empty(
+            PAIR_COLUMNS
+            + (PAIR_EVIDENCE_COLUMNS if report.edges is not None else [])
+            + [PAIR_KIND_COLUMN]
+        )
     threshold = distances.threshold
     digests = _digest_codes(table)
     low = (
@@ -473,8 +486,71 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
         for name, values in edges.columns(edge[order]).items():
             pairs[name] = values
         columns = PAIR_COLUMNS + PAIR_EVIDENCE_COLUMNS
-    result: pd.DataFrame = pairs[columns]
+    pairs[PAIR_KIND_COLUMN] = _copy_kinds(stage[order], distance[order], edges, edge[order])
+    result: pd.DataFrame = pairs[[*columns, PAIR_KIND_COLUMN]]
     return result
+
+
+def _copy_kinds(
+    stage: NDArray[Any], distance: NDArray[Any], edges: _EdgeIndex, edge: NDArray[np.int64]
+) -> NDArray[Any]:
+    """:data:`PAIR_KIND_COLUMN` of pairs: ``stage`` by the hash rule (:func:`_pair_stages`),
+    ``edge`` each pair's verified edge (-1: none)."""
+    kinds = np.empty(len(stage), dtype=object)
+    worded: dict[tuple[Any, Any], str] = {}  # a table has few distinct (stage, distance)
+
+    def words(how: Any, bits: Any) -> str:
+        key = (how, bits)
+        if key not in worded:
+            worded[key] = copy_kind(how, distance=bits)
+        return worded[key]
+
+    for k, (how, bits, found) in enumerate(
+        zip(stage.tolist(), distance.tolist(), edge.tolist(), strict=True)
+    ):
+        if how == "exact bytes":
+            kinds[k] = words(how, None)
+        elif found >= 0:
+            told = edges.kind[found]
+            kinds[k] = (
+                told
+                if isinstance(told, str) and told
+                else words(edges.stage[found], edges.distance[found])
+            )
+        else:
+            kinds[k] = words(TRANSITIVE if edges.present else how, bits)
+    return kinds
+
+
+class PairKinds:
+    """:data:`PAIR_KIND_COLUMN` of any row pairs of one report, as the pairs table words them.
+
+    Built once per report (its distances and verified pairs indexed), then called
+    with arrays of row pairs, e.g. each group card of the HTML report.
+    """
+
+    def __init__(self, report: LeakageReport, distances: PairDistances | None = None) -> None:
+        table = _require_table(report)
+        self.distances = distances or PairDistances.of_report(report, table)
+        self.digests = _digest_codes(table)
+        self.low = _low_information(table)
+        self.similar = _Similarities(report)
+        self.edges = _EdgeIndex(report.edges)
+
+    def __call__(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[Any]:
+        """The phrase of each pair ``(a[k], b[k])`` (rows of the report's table, valid ones)."""
+        distance = self.distances(a, b)
+        stage = _pair_stages(
+            a,
+            b,
+            self.distances.plain(a, b),
+            distance,
+            self.distances.limit(a, b),
+            self.digests,
+            self.low,
+            self.similar.lookup(a, b),
+        )
+        return _copy_kinds(stage, distance, self.edges, self.edges.lookup(a, b))
 
 
 def _text_column(values: NDArray[Any]) -> pd.Series:
@@ -596,6 +672,7 @@ class _EdgeIndex:
         self.row_a = np.zeros(n, dtype=np.int64)
         self.row_b = np.zeros(n, dtype=np.int64)
         self.stage = np.zeros(n, dtype=object)
+        self.kind = np.full(n, None, dtype=object)
         self.distance = np.full(n, np.nan)
         self.similarity = np.full(n, np.nan)
         self.inliers = np.full(n, np.nan)
@@ -606,6 +683,8 @@ class _EdgeIndex:
         row_b = edges["row_b"].to_numpy(dtype=np.int64)
         self.row_a, self.row_b = np.minimum(row_a, row_b), np.maximum(row_a, row_b)
         self.stage = edges["stage"].astype(object).to_numpy()
+        if COPY_KIND in edges:
+            self.kind = edges[COPY_KIND].astype(object).to_numpy()
         self.distance = _numbers(edges["distance"])
         self.distance[self.distance < 0] = np.nan  # -1: only crop or rotation entries matched
         self.similarity = _numbers(edges["similarity"])
@@ -706,7 +785,7 @@ def evidence_text(
     if name == TRANSITIVE:
         return "transitive: no verified pair links them directly"
     parts = []
-    if _present(similarity) and name in ("pixels", "geometry", "embedding"):
+    if _present(similarity) and name in ("pixels", "geometry", "registered", "embedding"):
         label = "cosine" if name == "embedding" else "similarity"
         parts.append(f"{label} {float(similarity):.2f}")
     if _present(inliers) and float(inliers) >= 0:
@@ -977,7 +1056,17 @@ def leak_matches(
         for name, values in columns.items():
             frame[name] = values
         frame["via"] = pd.array(via, dtype="Int64")
+        frame[PAIR_KIND_COLUMN] = PairKinds(report, distances)(a, b)
     return frame
+
+
+def _low_information(table: pd.DataFrame) -> NDArray[np.bool_]:
+    low: NDArray[np.bool_] = (
+        table["low_information"].fillna(False).to_numpy(dtype=bool)
+        if "low_information" in table
+        else np.zeros(len(table), dtype=bool)
+    )
+    return low
 
 
 def _hash_rule_evidence(
@@ -988,11 +1077,7 @@ def _hash_rule_evidence(
     b: NDArray[np.int64],
 ) -> dict[str, Any]:
     """:data:`PAIR_EVIDENCE_COLUMNS` of pairs by the hash rule (a report without edges)."""
-    low = (
-        table["low_information"].fillna(False).to_numpy(dtype=bool)
-        if "low_information" in table
-        else np.zeros(len(table), dtype=bool)
-    )
+    low = _low_information(table)
     similarity = _Similarities(report).lookup(a, b)
     stage = _pair_stages(
         a,

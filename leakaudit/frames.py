@@ -1,4 +1,4 @@
-"""The seed's table-level API: hashes and duplicate groups as pandas DataFrames.
+"""The table-level API: hashes and duplicate groups as pandas DataFrames.
 
 These functions keep the names and semantics of the R package ``leakaudit``
 (``compute_hashes``, ``find_duplicate_groups``); the heavy lifting happens in
@@ -191,7 +191,7 @@ def compute_hashes(
         The split each image belongs to (same length as ``paths``), one label
         for all, or None for unsplit images.
     method : {"dhash", "phash"}, default "dhash"
-        Which hash fills the ``hash`` column (the seed's default is dHash; the
+        Which hash fills the ``hash`` column (dHash by default, as in the R package; the
         one-call :func:`leakaudit.audit_splits` defaults to pHash and dHash
         agreeing, more precise on real photos, see ``benchmarks/RESULTS.md``). Both are
         computed in one pass and returned as ``dhash`` and ``phash`` columns.

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
 from leakaudit.distances import PairDistances, table_distances
-from leakaudit.export import evidence_text, split_table
+from leakaudit.export import PairKinds, evidence_text, split_table
 from leakaudit.hashing import popcount64
 from leakaudit.policy import DEFAULT_THRESHOLDS
 from leakaudit.report import EDGE_COLUMNS, TRANSITIVE, LeakageReport
@@ -270,7 +270,7 @@ def _histogram_svg(counts: NDArray[np.int64], threshold: int | None) -> str:
 
 
 # Stages with a colour of their own (any other stage name is shown, escaped, in grey).
-_STAGES = ("bytes", "hash", "pixels", "geometry", "embedding")
+_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding")
 _TRANSITIVE_BADGE = "transitive: linked only through same-split chains"
 
 
@@ -683,6 +683,7 @@ class _GroupCards:
         self.display_path = page.display_path
         self.thumbs: dict[str, str | None] = {}
         self.edges = _Edges(self.report.edges)
+        self.kinds = PairKinds(self.report, self.pair_distances)
         self.cross = self.cross_edges()
         groups = self.report.leaked_groups
         self.evidence: dict[Any, tuple[object, object]] = {}
@@ -823,8 +824,9 @@ class _GroupCards:
             bar.update()
         bar.close()
 
-    def distances(self, rows: list[int]) -> dict[tuple[int, int], tuple[int, str]]:
-        """``(a, b) -> (distance, how it was measured)`` for the readable rows, both orders.
+    def distances(self, rows: list[int]) -> dict[tuple[int, int], tuple[int, str, str]]:
+        """``(a, b) -> (distance, how it was measured, kind of copy)`` for the readable rows,
+        both orders (the kind: :func:`leakaudit.copykind.copy_kind`, as the pairs table).
 
         One vectorised call per group card, not one per pair.
         """
@@ -836,6 +838,7 @@ class _GroupCards:
         second = np.array([b for _, b in pairs], dtype=np.int64)
         each = [popcount64(values[first] ^ values[second]).tolist() for values in self.columns]
         linked = self.pair_distances(first, second).tolist()
+        kinds = self.kinds(first, second).tolist()
         found = {}
         for k, pair in enumerate(pairs):
             parts = [int(column[k]) for column in each]
@@ -846,10 +849,11 @@ class _GroupCards:
             if linked[k] != max(parts):  # dihedral matching: the search compared turned hashes
                 found[pair] = (
                     int(linked[k]),
-                    f"{linked[k]} turned to canonical orientation ({detail} as stored)",
+                    f"{linked[k]} turned to canonical orientation; as stored {detail}",
+                    str(kinds[k]),
                 )
             else:
-                found[pair] = (max(parts), detail)
+                found[pair] = (max(parts), detail, str(kinds[k]))
         return found
 
     # --------------------------------------------------------------- sections
@@ -960,8 +964,9 @@ class _GroupCards:
                 similarity=self.edges.similarity[e],
                 inliers=self.edges.inliers[e],
             )
+            kind = self.kinds(np.array([a], np.int64), np.array([b], np.int64))[0]
             items.append(
-                f"<li>{ends[0]} &harr; {ends[1]}: "
+                f'<li>{ends[0]} &harr; {ends[1]}: <b class="kind">{_e(kind)}</b> '
                 f'<span class="ev {_stage_class(self.edges.stage[e])}">{_e(detail)}</span> '
                 f'<span class="strength">strength {float(self.edges.strength[e]):.2f}</span></li>'
             )
@@ -976,7 +981,7 @@ class _GroupCards:
         )
 
     def distance_matrix(
-        self, rows: list[int], distances: dict[tuple[int, int], tuple[int, str]]
+        self, rows: list[int], distances: dict[tuple[int, int], tuple[int, str, str]]
     ) -> str:
         if len(rows) < 2:
             return ""
@@ -984,7 +989,7 @@ class _GroupCards:
             a, b = rows
             if not (self.valid[a] and self.valid[b]):
                 return ""
-            value, detail = distances[a, b]
+            value, detail, kind = distances[a, b]
             edge = self.edges.lookup(a, b)
             mark = (
                 ' <span class="verified">&#10003; a verified pair: '
@@ -992,7 +997,11 @@ class _GroupCards:
                 if edge >= 0
                 else ""
             )
-            return f'<p class="pair">Distance <b>{value}</b> ({_e(detail)}){mark}</p>'
+            return (
+                f'<p class="pair"><b class="kind">{_e(kind)}</b> '
+                f'<span class="distance" title="{_e(detail)}">(hash distance {value})</span>'
+                f"{mark}</p>"
+            )
         head = "".join(f"<th>#{i}</th>" for i in range(1, len(rows) + 1))
         body = []
         for i, a in enumerate(rows, 1):
@@ -1003,7 +1012,8 @@ class _GroupCards:
                 elif not (self.valid[a] and self.valid[b]):
                     cells.append("<td>?</td>")
                 else:
-                    value, detail = distances[a, b]
+                    value, detail, kind = distances[a, b]
+                    detail = f"{kind}; hash distance {value}: {detail}"
                     classes = ["cross"] if str(self.splits[a]) != str(self.splits[b]) else []
                     mark = ""
                     edge = self.edges.lookup(a, b)
@@ -1173,6 +1183,7 @@ table.matrix td.edge { outline: 2px solid #135a2a; outline-offset: -2px; }
 .ev.ev-hash { background: #5a5a00; }
 .ev.ev-pixels { background: #0066aa; }
 .ev.ev-geometry { background: #4a4a9a; }
+.ev.ev-registered { background: #2a7a6a; }
 .ev.ev-embedding { background: #a0307a; }
 .ev.transitive { background: #fff3cd; color: #7a4a00; border: 1px solid #c08a00; }
 .strength { display: inline-block; font-size: 12px; color: #333; margin-left: 6px;

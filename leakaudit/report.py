@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from leakaudit.hashing import OrientationHashes
 
 __all__ = [
+    "COPY_KIND",
     "EDGE_COLUMNS",
     "LEAKED_GROUP_COLUMNS",
     "TRANSITIVE",
@@ -47,6 +48,10 @@ LEAKED_GROUP_COLUMNS = [
 
 #: Columns of :attr:`LeakageReport.edges`: the verified pairs that built the groups.
 EDGE_COLUMNS = ["row_a", "row_b", "stage", "distance", "similarity", "inliers", "strength"]
+#: An optional column of :attr:`LeakageReport.edges` (after :data:`EDGE_COLUMNS`): what
+#: kind of copy the pair is, in words (:func:`leakaudit.copykind.copy_kind`). Edges
+#: without it (made by hand, byte copies, the embedding stage) are described by stage.
+COPY_KIND = "copy_kind"
 
 #: What a group's ``evidence`` says when no verified pair joins two of its splits
 #: directly: its splits are joined only through members of one split.
@@ -83,7 +88,7 @@ class LeakageReport:
         sampled beyond; missing without hashes). With :attr:`edges` known,
         ``evidence`` is the verification stage of the strongest pair that joins
         two splits directly (``"bytes"``, ``"hash"``, ``"pixels"``,
-        ``"geometry"``, ``"embedding"``), or ``"transitive"`` when the splits
+        ``"geometry"``, ``"registered"``, ``"embedding"``), or ``"transitive"`` when the splits
         are joined only through chains of same-split members;
         ``evidence_strength`` is that pair's strength (1 = byte copy, 0 for
         transitive groups), and groups are ordered by it, strongest first.
@@ -127,8 +132,10 @@ class LeakageReport:
         the hash distance the candidate search measured (missing when the
         pair came from a crop entry or the embedding); ``similarity`` the pixel
         check's score in [0, 1]; ``inliers`` the geometric check's inlier
-        count; ``strength`` the evidence strength in [0, 1]. Only these pairs
-        were unioned into groups. None when the grouping kept no edges (the
+        count; ``strength`` the evidence strength in [0, 1]; and, from
+        verification, :data:`COPY_KIND`: what kind of copy the pair is, in words
+        (missing on byte-copy and embedding edges). Only these pairs were
+        unioned into groups. None when the grouping kept no edges (the
         precomputed-hash DataFrame path).
     """
 
@@ -632,7 +639,8 @@ def _checked_edges(edges: pd.DataFrame, n_rows: int) -> pd.DataFrame:
     rows = edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
     if rows.size and (rows.min() < 0 or rows.max() >= n_rows):
         raise ValueError(f"edges rows must be positions in the table (0..{n_rows - 1}).")
-    checked: pd.DataFrame = edges[EDGE_COLUMNS].reset_index(drop=True)
+    columns = [*EDGE_COLUMNS, COPY_KIND] if COPY_KIND in edges.columns else EDGE_COLUMNS
+    checked: pd.DataFrame = edges[columns].reset_index(drop=True)
     return checked
 
 

@@ -46,6 +46,7 @@ from PIL import Image, ImageOps
 
 from leakaudit._text import first_few, printable
 from leakaudit._validation import check_bool, check_int, usable_cpu_count
+from leakaudit.copykind import copy_kind
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
     CROP_BOXES,
@@ -72,7 +73,7 @@ from leakaudit.loading import (
     trim_allowed,
     trim_box,
 )
-from leakaudit.report import EDGE_COLUMNS
+from leakaudit.report import COPY_KIND, EDGE_COLUMNS
 from leakaudit.search import iter_pairs_within
 from leakaudit.search_between import iter_pairs_between
 
@@ -91,6 +92,7 @@ __all__ = [
     "VerifyOptions",
     "View",
     "candidate_pairs",
+    "colour_change",
     "compare_views",
     "distinct_applies",
     "distinct_pixel_count",
@@ -218,6 +220,13 @@ class VerifyOptions:
         a pair is rejected and its two images are kept in different groups
         however many copies verify against both (:func:`linking_pairs_kept_apart`).
         0 turns the check off.
+    tiny_photos : bool, default True
+        Run the tiny-photo net (:mod:`leakaudit._registration`): opaque photos
+        at most 64 px on their shorter side are paired with their mutual
+        nearest layout neighbour in another split and linked when, registered
+        (a scale and shift per axis), their luma and fine detail agree (stage
+        ``"registered"``). It reaches rescaled, shifted and re-cropped copies
+        of 32 px images that no hash threshold does.
 
     All defaults were chosen on ``benchmarks/bench_closure.py``'s generated
     photos, sprites and icons (``benchmarks/RESULTS.md``, "The verified
@@ -241,6 +250,7 @@ class VerifyOptions:
     figure_changed: float = 0.075
     min_support: float = MIN_SUPPORT
     distinct_pixels: int = DISTINCT_PIXELS
+    tiny_photos: bool = True
 
     def __post_init__(self) -> None:
         check_int("candidate_threshold", self.candidate_threshold, 0, 64)
@@ -272,6 +282,7 @@ class VerifyOptions:
                 raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}.")
         if self.geometry is not None:
             check_bool("geometry", self.geometry)
+        check_bool("tiny_photos", self.tiny_photos)
 
     def parameters(self) -> dict[str, Any]:
         """The options as report parameters."""
@@ -290,6 +301,7 @@ class VerifyOptions:
             "figure_changed": self.figure_changed,
             "min_support": self.min_support,
             "distinct_pixels": self.distinct_pixels,
+            "tiny_photos": self.tiny_photos,
         }
 
 
@@ -436,6 +448,8 @@ class View:
         in memory; not JPEG, WebP, GIF or any palette image (quantised). Only
         such images are told apart at native resolution
         (:func:`distinct_pixel_count`).
+    native_size : tuple of int
+        The trimmed image's (width, height) in the file's own pixels ((0, 0) unknown).
     """
 
     rgba: Image.Image
@@ -454,6 +468,7 @@ class View:
     native_side: int = 0
     lossless: bool = False
     native: Image.Image | None = None
+    native_size: tuple[int, int] = (0, 0)
 
 
 #: Alpha levels at or above which a soft edge is taken as opaque when the other image of
@@ -578,6 +593,7 @@ def load_view(
     # The trimmed box in the file's own pixels (the decode may have been reduced).
     to_native = min(original_size) / max(1, min(rgba.size))
     native_side = round(min(box[2] - box[0], box[3] - box[1]) * to_native)
+    native_size = (round((box[2] - box[0]) * to_native), round((box[3] - box[1]) * to_native))
     # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
     geometry_grey = np.zeros((0, 0), dtype=np.uint8)
     if not graphic:
@@ -605,6 +621,7 @@ def load_view(
         native_side=native_side,
         lossless=lossless,
         native=region if max(region.size) <= _VIEW_SIDE else None,
+        native_size=native_size,
         border=_border_colour(np.asarray(rgba, dtype=np.float32)),
         full_grid=(
             None
@@ -673,6 +690,18 @@ class PairVerdict:
         The dihedral code that turned the second image onto the first (0 as is).
     silhouette : float
         IoU of the alpha masks when both images have transparency (NaN otherwise).
+    aligned : str
+        The entries that aligned the pair (:data:`leakaudit.copykind.ALIGNMENTS`):
+        ``"whole"`` images (turned by ``turn``), or a ``"crop"``, ``"rotation"`` or
+        ``"content"`` entry of one against the other.
+    colour : float
+        Mean chroma difference of the aligned grids as they are, before any colour
+        map (NaN when not measured): against ``chroma``, what tells a recoloured
+        copy (:func:`colour_change`).
+    detail : float
+        Correlation of the aligned grids' fine detail (luma minus a blur), measured
+        for a partial, turned or padded alignment of two photos the other checks
+        accepted (NaN otherwise): :func:`_fine_detail_agreement`.
     """
 
     accepted: bool
@@ -684,6 +713,9 @@ class PairVerdict:
     turn: int = 0
     silhouette: float = math.nan
     changed: float = math.nan
+    aligned: str = "whole"
+    colour: float = math.nan
+    detail: float = math.nan
 
     @property
     def strength(self) -> float:
@@ -845,6 +877,15 @@ def _alignments(a: View, b: View, extra: int = 3) -> list[tuple[int, int, int, i
     return found
 
 
+def _aligned_name(kind_a: int, kind_b: int) -> str:
+    """The :attr:`PairVerdict.aligned` of an alignment by entries of these kinds."""
+    kinds = {kind_a, kind_b}
+    for kind, name in ((ROTATION, "rotation"), (CROP, "crop"), (CONTENT, "content")):
+        if kind in kinds:
+            return name
+    return "whole"
+
+
 def _index_in_kind(kinds: NDArray[np.int8], position: int) -> int:
     return int(np.count_nonzero(kinds[:position] == kinds[position]))
 
@@ -868,6 +909,9 @@ _CR = np.array([0.5, -0.418688, -0.081312], dtype=np.float32)
 def _flattened(grid: NDArray[np.float32], background: NDArray[np.float32]) -> NDArray[np.float32]:
     """RGB of a grid flattened onto ``background``, as (pixels, 3)."""
     flat = grid.reshape(-1, 4)
+    if flat[:, 3].min() >= 255.0:  # opaque (most photos): the same values, 5x faster
+        opaque: NDArray[np.float32] = flat[:, :3].copy()
+        return opaque
     alpha = flat[:, 3:4] / 255.0
     rgb: NDArray[np.float32] = flat[:, :3] * alpha + background * (1.0 - alpha)
     return rgb
@@ -1116,6 +1160,12 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
             grid_b = _refined_crop(b, index_b, grid_a, grid_b, _pair_background(a, b))
             factor = _REFINED_CHANGED_FACTOR
         verdict = _compare_grids(grid_a, grid_b, a, b, options, changed_factor=factor)
+        verdict = dataclasses.replace(verdict, aligned=_aligned_name(kind_a, kind_b))
+        rotated = None
+        if ROTATION in (kind_a, kind_b):
+            side = 0 if kind_a == ROTATION else 1
+            rotated = (side, CROP_ROTATIONS[index_a if side == 0 else index_b])
+        verdict = _with_detail(verdict, a, b, rotated)
         if _rank(verdict) > _rank(best):
             best = verdict
             if best.accepted:
@@ -1142,10 +1192,79 @@ def _whole_verdict(
     luma_a = rgb_a @ _LUMA
     code = int(np.argmax(turns @ (luma_a - luma_a.mean())))
     turned_rgb_b = _turned_grid(rgb_b.reshape(*grid_b.shape[:2], 3), code).reshape(-1, 3)
-    verdict = _compare_grids(
-        grid_a, _turned_grid(grid_b, code), a, b, options, rgb=(rgb_a, turned_rgb_b)
+    turned = _turned_grid(grid_b, code)
+    verdict = _compare_grids(grid_a, turned, a, b, options, rgb=(rgb_a, turned_rgb_b))
+    verdict = dataclasses.replace(verdict, turn=code)
+    return _with_detail(verdict, a, b) if code != 0 else verdict
+
+
+#: The smallest side at which two grey images of a partial or turned match are
+#: compared for their fine detail (:func:`_fine_detail_agreement`): finer than the
+#: 24 x 24 grid, where a large photo's detail (texture, grain) is still there.
+_DETAIL_SIDE = 64
+
+
+def _fine_detail_agreement(
+    a: View, b: View, turn: int, rotated: tuple[int, float] | None = None
+) -> float | None:
+    """The decision rule for a partial or turned match of two photos: how well their
+    fine detail agrees once registered (None when there is nothing finer than the grid).
+
+    Agreement of coarse layout is not evidence on an image with little detail: tiles
+    of one smooth picture (a gradient, a vignette, a blurred edge) line up after a
+    crop, and the quadrants of a symmetric one (a retina photo's disc on black) after
+    a turn, at grid similarity 1.00; their fine detail does not line up. ``b``'s grey
+    image is turned by ``turn`` (and the ``rotated`` side, 0 for ``a`` and 1 for
+    ``b``, turned by its rotation entry's angle and cut to its centre), both are
+    resized to the smaller one's shorter side (at least :data:`_DETAIL_SIDE`), registered both ways
+    (:func:`leakaudit._registration.register_pairs`: a scale and shift per axis
+    absorb a crop or a pad) and the better direction's detail correlation is
+    returned. Graphics keep no grey image (their native check is
+    :func:`distinct_pixel_count`); photos under :data:`_DETAIL_SIDE` pixels have no
+    detail finer than the grid.
+    """
+    from leakaudit._registration import register_pairs
+
+    if a.grey.size == 0 or b.grey.size == 0 or min(*a.grey.shape, *b.grey.shape) < _DETAIL_SIDE:
+        return None
+    greys = [Image.fromarray(a.grey), Image.fromarray(turned_view(b.grey, None, turn)[0])]
+    if rotated is not None:
+        side, angle = rotated
+        turned = greys[side].rotate(angle, Image.Resampling.BILINEAR)
+        w, h = turned.size
+        greys[side] = turned.crop((w * 0.075, h * 0.075, w * 0.925, h * 0.925))
+    # As fine as both grey images allow: a copy's grain survives there, two different
+    # tiles' does not line up.
+    side = min(min(g.size) for g in greys) // 4 * 4
+    pair = np.stack(
+        [np.asarray(g.resize((side, side), Image.Resampling.BILINEAR), np.float32) for g in greys]
     )
-    return dataclasses.replace(verdict, turn=code)
+    forward = register_pairs(pair[:1], pair[1:])
+    backward = register_pairs(pair[1:], pair[:1])
+    return float(max(forward.detail[0], backward.detail[0]))
+
+
+def _with_detail(
+    verdict: PairVerdict, a: View, b: View, rotated: tuple[int, float] | None = None
+) -> PairVerdict:
+    """An accepted partial or turned verdict, rejected when its fine detail disagrees
+    (:func:`_fine_detail_agreement`, :data:`leakaudit._registration.MIN_DETAIL`)."""
+    from leakaudit._registration import MIN_DETAIL
+
+    if not verdict.accepted:
+        return verdict
+    detail = _fine_detail_agreement(a, b, verdict.turn, rotated)
+    if detail is None:
+        return verdict
+    if detail >= MIN_DETAIL:
+        return dataclasses.replace(verdict, detail=detail)
+    return dataclasses.replace(
+        verdict,
+        accepted=False,
+        stage="pixels",
+        detail=detail,
+        reason=f"coarse layout only: fine detail differs ({detail:.2f})",
+    )
 
 
 def _pair_background(a: View, b: View) -> NDArray[np.float32]:
@@ -1224,7 +1343,14 @@ def _compare_grids(
         # look-alike sprites and icons share: the pixel check decides those alone.
         stage, reason = "pixels", "graphic: " + reason
     return PairVerdict(
-        accepted, stage, similarity, chroma, reason=reason, silhouette=iou, changed=changed
+        accepted,
+        stage,
+        similarity,
+        chroma,
+        reason=reason,
+        silhouette=iou,
+        changed=changed,
+        colour=_chroma_difference(rgb_a, rgb_b, saturation=None),
     )
 
 
@@ -1610,7 +1736,7 @@ def verify_candidates(
     views = _views(sources, names, rows, decode, n_workers, entries)
 
     features: dict[tuple[int, int], Any] = {}
-    accepted: list[tuple[int, int, str, int, float, int, float]] = []
+    accepted: list[tuple[int, int, str, int, float, int, float, str]] = []
     distinct: list[tuple[int, int]] = []
     distinct_passed: list[bool] = []
     rejected = unverified = 0
@@ -1624,7 +1750,8 @@ def verify_candidates(
             unverified += 1
             if 0 <= d <= options.link_threshold:
                 ran.add("hash")
-                accepted.append((a, b, "hash", d, math.nan, -1, 1.0 - d / 64.0))
+                kind = copy_kind("hash", distance=d)
+                accepted.append((a, b, "hash", d, math.nan, -1, 1.0 - d / 64.0, kind))
             else:
                 rejected += 1
             continue
@@ -1654,14 +1781,36 @@ def verify_candidates(
                 verdict.chroma,
                 match.inliers,
                 match.reason,
+                turn=verdict.turn,
+                aligned=verdict.aligned,
+                colour=verdict.colour,
             )
         if verdict.accepted:
+            kind = copy_kind(
+                verdict.stage,
+                turn=verdict.turn,
+                aligned=verdict.aligned,
+                size_a=view_a.native_size,
+                size_b=view_b.native_size,
+                recoloured=colour_change(view_a, view_b, verdict),
+                padded=(view_a.full_grid is None) != (view_b.full_grid is None),
+                distance=d,
+            )
             accepted.append(
-                (a, b, verdict.stage, d, verdict.similarity, verdict.inliers, verdict.strength)
+                (
+                    a,
+                    b,
+                    verdict.stage,
+                    d,
+                    verdict.similarity,
+                    verdict.inliers,
+                    verdict.strength,
+                    kind,
+                )
             )
         else:
             rejected += 1
-    edges = pd.DataFrame(accepted, columns=EDGE_COLUMNS)
+    edges = pd.DataFrame(accepted, columns=[*EDGE_COLUMNS, COPY_KIND])
     edges = edges.astype({"row_a": np.int64, "row_b": np.int64, "strength": float})
     edges["distance"] = edges["distance"].where(edges["distance"] >= 0).astype("Int64")
     edges["inliers"] = edges["inliers"].where(edges["inliers"] >= 0).astype("Int64")
@@ -1677,6 +1826,38 @@ def verify_candidates(
         distinct=np.array(distinct, dtype=np.int64).reshape(-1, 2),
         distinct_passed=np.array(distinct_passed, dtype=bool),
     )
+
+
+#: A grey image's mean chroma (Cb and Cr, 0-255 levels) is under this; a colour image
+#: it was made from is over :data:`_COLOUR_CHROMA`.
+_GREY_CHROMA = 2.0
+_COLOUR_CHROMA = 6.0
+#: An accepted pair whose aligned grids differ in chroma by more than this (mean of
+#: Cb and Cr, before any colour map: :attr:`PairVerdict.colour`) is a recoloured copy;
+#: a re-encode or a resize leaves a few levels.
+_RECOLOURED = 8.0
+
+
+def colour_change(a: View, b: View, verdict: PairVerdict) -> str | bool:
+    """Whether ``b`` is a recoloured copy of ``a`` (``verdict``: their pixel check).
+
+    Returns ``"grey"`` when one is grey and the other in colour (judged on their
+    whole grids, whatever the alignment), True when the aligned grids' colours
+    differ beyond a re-encode (:attr:`PairVerdict.colour`, at least twice what
+    is left after the best colour map, :attr:`PairVerdict.chroma`: a toned,
+    channel-swapped or saturated copy that the check accepted because a global
+    colour map explains it), else False.
+    """
+    white = np.full(3, 255.0, np.float32)
+    saturation = []
+    for view in (a, b):
+        rgb = _flattened(view.grid, white)
+        saturation.append(float((np.abs(rgb @ _CB) + np.abs(rgb @ _CR)).mean()))
+    if min(saturation) < _GREY_CHROMA and max(saturation) > _COLOUR_CHROMA:
+        return "grey"
+    # A global colour map must explain most of it (a misaligned crop differs in chroma
+    # too, but no map removes that).
+    return bool(verdict.colour > _RECOLOURED and verdict.colour > 2.0 * verdict.chroma)
 
 
 def supported_pairs(
@@ -1947,6 +2128,55 @@ def _byte_copy_edges(rows: NDArray[np.int64], representative: NDArray[np.int64])
     return edges
 
 
+def _with_registered(
+    verified: VerifiedPairs,
+    sources: Sequence[Any],
+    rows: NDArray[np.int64],
+    splits: Sequence[Any] | NDArray[Any],
+    decode: DecodeOptions,
+) -> VerifiedPairs:
+    """``verified`` with the tiny-photo net's registered pairs added as edges."""
+    from leakaudit._registration import registered_pairs
+
+    codes, _ = pd.factorize(pd.Series(list(splits), dtype=object))
+    pairs, found, candidates = registered_pairs(
+        sources, rows, np.asarray(codes, dtype=np.int64), decode
+    )
+    if candidates == 0:
+        return verified
+    edges = verified.edges
+    have = set(zip(edges["row_a"].tolist(), edges["row_b"].tolist(), strict=True))
+    new = np.array([(a, b) not in have for a, b in pairs.tolist()], dtype=bool)
+    added = pd.DataFrame(
+        {
+            "row_a": pairs[new, 0],
+            "row_b": pairs[new, 1],
+            "stage": "registered",
+            "distance": pd.array([pd.NA] * int(new.sum()), dtype="Int64"),
+            "similarity": found.correlation[new].astype(float),
+            "inliers": pd.array([pd.NA] * int(new.sum()), dtype="Int64"),
+            "strength": np.minimum(0.99, found.correlation[new].astype(float)),
+        }
+    )
+    if COPY_KIND in edges.columns:
+        added[COPY_KIND] = [
+            copy_kind("registered", scale=scale, shift=shift)
+            for scale, shift in zip(
+                found.scale[new].tolist(), found.shift[new].tolist(), strict=True
+            )
+        ]
+    if len(added):
+        edges = pd.concat([edges, added], ignore_index=True)
+        edges = edges.sort_values(["row_a", "row_b"], kind="stable", ignore_index=True)
+    return dataclasses.replace(
+        verified,
+        edges=edges,
+        n_candidates=verified.n_candidates + candidates,
+        n_rejected=verified.n_rejected + candidates - len(pairs),
+        stages=[*verified.stages, "registered"],
+    )
+
+
 def verified_labels(
     table: Any,
     sources: Sequence[Any],
@@ -1958,6 +2188,7 @@ def verified_labels(
     options: VerifyOptions,
     workers: int | None,
     dihedral: bool,
+    splits: Sequence[Any] | NDArray[Any] | None = None,
 ) -> tuple[NDArray[np.int64], VerifiedPairs]:
     """Group labels from verified edges only, and the verification's outcome.
 
@@ -2048,6 +2279,11 @@ def verified_labels(
         ),
     )
     edges = verified.edges
+    if options.tiny_photos and splits is not None:
+        verified = _with_registered(
+            verified, sources, np.flatnonzero(linkable & stands_for), splits, decode
+        )
+        edges = verified.edges
     if options.min_support > 0 and len(edges):
         # Pairs the grid accepted but the native check told apart still count as
         # neighbours: the support rule judges the grid's matches.

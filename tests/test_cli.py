@@ -179,8 +179,12 @@ def test_all_outputs_have_the_documented_columns(
     assert list(pd.read_csv(out / "t.csv").columns) == export.IMAGE_COLUMNS
     pairs = pd.read_csv(out / "t.pairs.csv")
     # A verified audit (report.edges) adds the evidence columns after the documented ones.
-    evidence = list(pairs.columns) != export.PAIR_COLUMNS
-    assert list(pairs.columns) == export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS
+    kind = [export.PAIR_KIND_COLUMN]  # always last
+    evidence = list(pairs.columns) != export.PAIR_COLUMNS + kind
+    assert (
+        list(pairs.columns) == export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS + kind
+    )
+    assert pairs["copy_kind"].tolist() == ["identical", "identical"]
     assert sorted(pairs["split_b"]) == ["Test", "VALIDATION"]
     assert set(pairs["split_a"]) == {"Train"} and (pairs["distance"] == 0).all()
     groups = pd.read_csv(out / "t.groups.csv")
@@ -193,7 +197,7 @@ def test_all_outputs_have_the_documented_columns(
     assert data["format"] == "leakaudit-report" and data["n_leaked_images"] == 4
     assert {"splits", "groups", "pairs", "images"} <= set(data)
     assert set(data["pairs"][0]) == set(
-        export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS
+        export.PAIR_COLUMNS + evidence * export.PAIR_EVIDENCE_COLUMNS + kind
     )
     assert (out / "r.html").read_text().count('class="group leaked"') == 2
     shown = sorted(p.name for p in (out / "pairs").iterdir())
@@ -203,6 +207,7 @@ def test_all_outputs_have_the_documented_columns(
 def test_readme_documents_every_output_column() -> None:
     section = (Path(__file__).parents[1] / "docs" / "output.md").read_text()
     columns = export.IMAGE_COLUMNS + export.PAIR_COLUMNS + export.GROUP_COLUMNS
+    columns += [*export.PAIR_EVIDENCE_COLUMNS, export.PAIR_KIND_COLUMN]
     columns += export.SPLIT_COLUMNS + MANIFEST_COLUMNS
     missing = [c for c in columns if f"`{c}`" not in section]
     assert missing == []

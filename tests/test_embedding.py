@@ -21,7 +21,7 @@ from leakaudit.embedding import (
     embed_images,
     embedding_rows,
 )
-from leakaudit.export import PAIR_COLUMNS, pair_table
+from leakaudit.export import PAIR_COLUMNS, PAIR_KIND_COLUMN, pair_table
 from leakaudit.hashing import hash_sources
 
 HAS_FAISS = importlib.util.find_spec("faiss") is not None
@@ -193,7 +193,7 @@ def test_hash_only_audit_attributes_exact_bytes_and_hash(splits: dict[str, Path]
         splits, workers=1, cache=False, progress=False, dihedral=False, verify=False
     )
     pairs = pair_table(report)
-    assert list(pairs.columns) == PAIR_COLUMNS
+    assert list(pairs.columns) == [*PAIR_COLUMNS, PAIR_KIND_COLUMN]
     assert _stages(pairs) == {"byte_copy.jpg": "exact bytes", "reencoded.jpg": "hash"}
     assert pairs["similarity"].isna().all()
     assert report.embedding_pairs is None and "embedding" not in report.to_text()

@@ -30,6 +30,7 @@ from leakaudit.export import (
     MATCH_EVIDENCE_COLUMNS,
     PAIR_COLUMNS,
     PAIR_EVIDENCE_COLUMNS,
+    PAIR_KIND_COLUMN,
     group_table,
     leak_matches,
     pair_table,
@@ -327,7 +328,7 @@ def test_compare_explains_every_pair_beyond_the_threshold(
 def test_pairs_and_groups_tables_carry_the_evidence(table: pd.DataFrame, tmp_path: Path) -> None:
     report = _report(table)
     pairs = pair_table(report)
-    assert list(pairs.columns) == PAIR_COLUMNS + PAIR_EVIDENCE_COLUMNS
+    assert list(pairs.columns) == [*PAIR_COLUMNS, *PAIR_EVIDENCE_COLUMNS, PAIR_KIND_COLUMN]
     names = pairs.assign(
         a=[Path(p).name for p in pairs["path_a"]], b=[Path(p).name for p in pairs["path_b"]]
     ).set_index(["a", "b"])
@@ -341,6 +342,10 @@ def test_pairs_and_groups_tables_carry_the_evidence(table: pd.DataFrame, tmp_pat
     assert other["evidence_strength"] == 0.0 and math.isnan(other["evidence_similarity"])
     assert names.loc[("c0.png", "c2.png")]["evidence"] == "transitive"
     assert names.loc[("b0.png", HOSTILE)]["evidence"] == "bytes"
+    # Hand-built edges carry no copy_kind: the pair is worded from its stage.
+    assert names.loc[("b0.png", HOSTILE)]["copy_kind"] == "identical"
+    assert direct["copy_kind"] == "verified copy (pixels)"
+    assert other["copy_kind"] == "joined through other images"
     groups = group_table(report)
     assert list(groups.columns) == GROUP_COLUMNS + GROUP_EVIDENCE_COLUMNS
     by_id = groups.set_index("group_id")
@@ -359,7 +364,7 @@ def test_pairs_and_groups_tables_carry_the_evidence(table: pd.DataFrame, tmp_pat
 
 def test_pairs_table_without_edges_keeps_its_columns(table: pd.DataFrame) -> None:
     report = _report(table, edges=False)
-    assert list(pair_table(report).columns) == PAIR_COLUMNS
+    assert list(pair_table(report).columns) == [*PAIR_COLUMNS, PAIR_KIND_COLUMN]
     assert list(group_table(report).columns) == GROUP_COLUMNS
     assert list(leak_matches(report).columns) == MATCH_COLUMNS
 

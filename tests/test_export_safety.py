@@ -29,6 +29,7 @@ import pytest
 from numpy.typing import NDArray
 
 from leakaudit import LeakageReport, audit_hash_table, dhash_audit
+from leakaudit.copykind import copy_kind
 from leakaudit.distances import PairDistances
 from leakaudit.export import (
     GROUP_COLUMNS,
@@ -673,6 +674,7 @@ def reference_pair_table(report: LeakageReport) -> pd.DataFrame:
                 "distance": distance,
                 "stage": _reference_stages(a, b, plain, distance, limit, digests, low, similarity),
                 "similarity": similarity,
+                "copy_kind": "",
                 "within_threshold": (
                     distance <= limit if limit is not None else np.full(len(a), pd.NA, dtype=object)
                 ),
@@ -680,14 +682,19 @@ def reference_pair_table(report: LeakageReport) -> pd.DataFrame:
                 "listed": "all",
             }
         )[keep]
+        # Issue 25's column: the stage and distance in words (no edges in these scenarios).
+        part["copy_kind"] = [
+            copy_kind(stage, distance=bits)
+            for stage, bits in zip(part["stage"], part["distance"], strict=True)
+        ]
         frames.append(part.sort_values("distance", kind="stable"))
     if not frames:
-        return _reference_empty(PAIR_COLUMNS)
+        return _reference_empty([*PAIR_COLUMNS, "copy_kind"])
     pairs = pd.concat(frames, ignore_index=True)
     pairs["distance"] = pairs["distance"].astype(int)
     if threshold is not None:
         pairs["within_threshold"] = pairs["within_threshold"].astype(bool)
-    result: pd.DataFrame = pairs[PAIR_COLUMNS]
+    result: pd.DataFrame = pairs[[*PAIR_COLUMNS, "copy_kind"]]
     return result
 
 

@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw, ImageEnhance
 import leakaudit
 from leakaudit.hashing import N_EXTRA_ENTRIES, entry_kinds, hash_sources
 from leakaudit.loading import DecodeOptions
-from leakaudit.report import EDGE_COLUMNS, TRANSITIVE
+from leakaudit.report import COPY_KIND, EDGE_COLUMNS, TRANSITIVE
 from leakaudit.verify import (
     TableEntries,
     VerifyOptions,
@@ -380,7 +380,7 @@ def test_groups_are_the_components_of_the_verified_edges(tmp_path: Path) -> None
     paths, _ = _planted(tmp_path)
     report = leakaudit.audit_splits({"all": paths}, cache=False, workers=1)
     assert report.edges is not None
-    assert list(report.edges.columns) == EDGE_COLUMNS
+    assert list(report.edges.columns) == [*EDGE_COLUMNS, COPY_KIND]
     labels = report.table["group_id"].to_numpy()
     # Union-find over the edges alone gives exactly the report's groups.
     parent = list(range(len(labels)))

@@ -1,0 +1,679 @@
+"""The net for tiny photos: layout neighbours across splits, judged by registration.
+
+A copy of a 32 px photo that was rescaled by 5-20% (often with a border), shifted by
+1-3 px or re-cropped hashes 20-40 bits away from its original (a pixel at 32 px is
+3% of the side; the hashes' 8 x 8 DCT and gradients move with it), so no threshold
+of the hash net reaches it. At that size an image has few pixels, and a direct test
+is cheap:
+
+1. **Layout neighbours.** Each tiny opaque photo gets two descriptors: its layout
+   (luma, blurred, averaged to 8 x 8) and its spectrum (log magnitudes of the low
+   frequencies, blind to a shift), each zero-mean and unit-norm. A pair is a
+   candidate when each image is the other's nearest neighbour among the images of
+   the *other* splits (mutual nearest neighbours, cosine) by either descriptor.
+   Exact: every row is compared with every row of the other splits
+   (:func:`mutual_nearest_pairs`), so the candidates are exactly brute force's; at
+   most two per image.
+2. **Registration.** The candidate pair is aligned by least squares (Gauss-Newton,
+   coarse to fine): a scale and a shift per axis, with a gain and an offset of the
+   brightness (:func:`register_pairs`). Then the decision rule: **two images are
+   copies when, aligned, their luma agrees (correlation) and so does their fine
+   detail** (the correlation of what a blur removes). Agreement of coarse layout
+   alone is not evidence: two smooth images (a sky, a gradient, a flat hull on a
+   grey sea) line up after any small scale and shift, but their fine detail is
+   noise and does not correlate. Colour is not compared: a grey, toned or
+   recoloured copy is a copy.
+
+Drawn images (flat regions, :data:`FLAT_SHARE`) and transparent ones are left to the
+pixel check: icons and sprites of one template share their layout and outline.
+
+The constants were measured on CIFAR-10's five dev classes (airplane, automobile,
+bird, cat, deer; ``benchmarks/bench_cifar.py``): ciFAIR's 142 same-shot test -> train
+pairs (judgment 0-1) against the 4,227 top-3 layout neighbours of 1,500 test images
+that no list holds (mostly different pictures). At correlation >= 0.93 and detail
+>= 0.5, 94% of the same-shot pairs pass and 10 of the 4,227 neighbours, most of
+which are copies by eye that no list held (``benchmarks/RESULTS.md``, section 17).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from leakaudit.errors import ImageLoadError
+from leakaudit.loading import DecodeOptions, greys_and_notes, read_source
+
+__all__ = [
+    "MIN_CORRELATION",
+    "MIN_DETAIL",
+    "TINY_SIDE",
+    "Registration",
+    "fine_detail",
+    "layout_descriptors",
+    "mutual_nearest_pairs",
+    "nearest_in_other_groups",
+    "register_pairs",
+    "registered_pairs",
+    "spectrum_descriptors",
+    "tiny_thumbnails",
+]
+
+#: Images whose shorter side is at most this many pixels take the net: above it a
+#: 1-3 px shift or a 5-20% rescale keeps the hashes close (the hash net's thumbnail
+#: is 32 px), and decoding every large image again would double an audit's cost.
+TINY_SIDE = 64
+#: The side of the luma thumbnail every tiny image is registered on.
+THUMB_SIDE = 32
+#: The layout descriptor's side (8 x 8 block means of the blurred thumbnail). Chosen
+#: on CIFAR-10's dev classes by the rank of a same-shot pair's partner among 50,000
+#: train images: 127 of 142 pairs are mutual nearest neighbours at 8 x 8, 113 at
+#: 4 x 4, 123 on the centre 6 x 6 (borders ignored).
+LAYOUT_SIDE = 8
+#: A drawn image: at least this share of its thumbnail's pixels equal their four
+#: neighbours within :data:`FLAT_LEVEL` grey levels (the pixel check's rule for
+#: drawn images; CIFAR-10 train photos: 0.01 median, 0.44 at the 99th percentile).
+FLAT_SHARE = 0.4
+FLAT_LEVEL = 2.0
+#: Registered copies: aligned luma correlation, and correlation of the fine detail
+#: (luma minus its 5-tap binomial blur). Measured on CIFAR-10's dev classes (see the
+#: module docstring): correlation >= 0.93 alone admits 25 of the 4,227 layout
+#: neighbours, detail >= 0.5 cuts them to 10 (most of them unlisted copies) and
+#: keeps 134 of 142 same-shot pairs.
+MIN_CORRELATION = 0.93
+MIN_DETAIL = 0.5
+#: The aligned overlap must cover at least this share of the first image's inner
+#: region (a registration that pushed one image mostly off the other proves nothing).
+MIN_OVERLAP = 0.5
+#: Bounds of the alignment: scale per axis and shift (thumbnail pixels).
+_SCALE_RANGE = (0.7, 1.4)
+_MAX_SHIFT = 8.0
+#: The pyramid: (reduction factor, Gauss-Newton steps). On CIFAR-10's dev classes, 2, 3
+#: and 1 steps accept the same 138 of 142 same-shot pairs as 3, 5 and 2, 20% faster. A
+#: floor on the coarse levels' correlation would not spare work: layout neighbours agree
+#: at 8 x 8 (median 0.87), only the fine detail tells them apart.
+_LEVELS = ((4, 2), (2, 3), (1, 1))
+#: Pixels left out at each edge when scoring (a border added by a rescale, JPEG's
+#: edge blocks).
+_MARGIN = 2
+#: Score blocks of rows against this many score cells at most (64 MB of float32).
+_BLOCK_CELLS = 1 << 24
+
+_LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+_BINOMIAL = np.array([1.0, 4.0, 6.0, 4.0, 1.0], dtype=np.float32) / 16.0
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Registered pairs (one value per pair).
+
+    Attributes
+    ----------
+    correlation : numpy.ndarray of float32
+        Zero-mean correlation of the aligned lumas over their overlap.
+    detail : numpy.ndarray of float32
+        The same for their fine detail (luma minus its blur).
+    scale, shift : numpy.ndarray of float32, shape (k, 2)
+        The alignment: the second image's pixel ``(x, y)`` that lands on the first
+        image's ``(u, v)`` is ``scale * ((u, v) - c) + c + shift``, ``c`` the centre.
+    overlap : numpy.ndarray of float32
+        Share of the first image's inner region the aligned second image covers.
+    """
+
+    correlation: NDArray[np.float32]
+    detail: NDArray[np.float32]
+    scale: NDArray[np.float32]
+    shift: NDArray[np.float32]
+    overlap: NDArray[np.float32]
+
+    @property
+    def copies(self) -> NDArray[np.bool_]:
+        """The decision rule: aligned luma and fine detail both agree."""
+        return (
+            (self.correlation >= MIN_CORRELATION)
+            & (self.detail >= MIN_DETAIL)
+            & (self.overlap >= MIN_OVERLAP)
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def _blur_matrix(side: int) -> NDArray[np.float32]:
+    """The 5-tap binomial blur of one axis as a ``(side, side)`` matrix, edges repeated."""
+    matrix = np.zeros((side, side), dtype=np.float32)
+    for out in range(side):
+        for tap, weight in enumerate(_BINOMIAL):
+            matrix[out, min(side - 1, max(0, out + tap - 2))] += weight
+    return matrix
+
+
+def blurred(images: NDArray[Any]) -> NDArray[np.float32]:
+    """A 5-tap binomial blur of a stack of images ``(n, h, w)`` (edges repeated).
+
+    Two matrix products over the whole stack (one per axis).
+    """
+    n, h, w = images.shape
+    x = np.asarray(images, dtype=np.float32)
+    x = (x.reshape(n * h, w) @ _blur_matrix(w).T).reshape(n, h, w)
+    x = (x.transpose(0, 2, 1).reshape(n * w, h) @ _blur_matrix(h).T).reshape(n, w, h)
+    return np.ascontiguousarray(x.transpose(0, 2, 1))
+
+
+def _separable(
+    images: NDArray[Any], rows: NDArray[np.float32], cols: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """``rows @ image @ cols`` for every image of a stack, as two products over the stack
+    (``rows`` (p, h), ``cols`` (w, q); the result (n, p, q))."""
+    n, h, w = images.shape
+    x = np.asarray(images, dtype=np.float32)
+    half = (x.reshape(n * h, w) @ cols).reshape(n, h, -1)  # (n, h, q)
+    q = half.shape[2]
+    full = (np.ascontiguousarray(half.transpose(0, 2, 1)).reshape(n * q, h) @ rows.T).reshape(
+        n, q, -1
+    )
+    return np.ascontiguousarray(full.transpose(0, 2, 1))
+
+
+@functools.lru_cache(maxsize=8)
+def _layout_matrix(side: int) -> NDArray[np.float32]:
+    """Blur, then 8 x 8 block means, of one axis as a ``(LAYOUT_SIDE, side)`` matrix."""
+    block = side // LAYOUT_SIDE
+    pool = np.kron(np.eye(LAYOUT_SIDE, dtype=np.float32), np.full((1, block), 1.0 / block))
+    return np.asarray(pool @ _blur_matrix(side), dtype=np.float32)
+
+
+def layout_descriptors(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Unit-norm, zero-mean 8 x 8 block means of the blurred thumbnails, ``(n, 64)``."""
+    n, side = len(thumbs), thumbs.shape[1]
+    matrix = _layout_matrix(side)
+    flat = _separable(thumbs, matrix, matrix.T).reshape(n, -1)
+    flat -= flat.mean(axis=1, keepdims=True)
+    norm = np.linalg.norm(flat, axis=1, keepdims=True)
+    return np.asarray(flat / np.maximum(norm, 1e-6), dtype=np.float32)
+
+
+#: The spectrum descriptor's frequencies per axis (0 to 5 cycles per image, both signs
+#: vertically): its magnitude does not move when the picture does.
+SPECTRUM_FREQUENCIES = 6
+
+
+@functools.lru_cache(maxsize=8)
+def _spectrum_matrices(side: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """The blur, window and DFT of the low frequencies as real matrices: ``rows``
+    (2(2k-1), side), cosines then sines of the vertical frequencies 0..k-1 and
+    -(k-1)..-1, and ``cols`` (side, 2k), cosines then sines of the horizontal ones."""
+    k = SPECTRUM_FREQUENCIES
+    window = np.hanning(side)
+    x = np.arange(side)
+    vertical = np.array(list(range(k)) + list(range(-(k - 1), 0)))
+    angle_v = 2 * np.pi * np.outer(vertical, x) / side
+    angle_h = 2 * np.pi * np.outer(x, np.arange(k)) / side
+    rows = np.concatenate([np.cos(angle_v), np.sin(angle_v)]) * window[None, :]
+    cols = np.concatenate([np.cos(angle_h), np.sin(angle_h)], axis=1) * window[:, None]
+    blur = _blur_matrix(side).astype(np.float64)
+    return (rows @ blur).astype(np.float32), (blur.T @ cols).astype(np.float32)
+
+
+def spectrum_descriptors(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Unit-norm, zero-mean log magnitudes of the low frequencies of the windowed,
+    blurred thumbnails (their mean removed), ``(n, 66)``: blind to a shift (a magnitude
+    spectrum is), so it pairs shifted copies whose 8 x 8 layouts moved apart."""
+    n, side = len(thumbs), thumbs.shape[1]
+    k, r = SPECTRUM_FREQUENCIES, 2 * SPECTRUM_FREQUENCIES - 1
+    rows, cols = _spectrum_matrices(side)
+    full = _separable(thumbs, rows, cols)  # (n, 2r, 2k): [cos; sin] x [cos | sin]
+    # The blurred image's mean, removed: its transform is the mean times the
+    # transform of a constant image.
+    blur = _blur_matrix(side)
+    weights = blur.sum(axis=0)
+    x = np.asarray(thumbs, dtype=np.float32)
+    mean = ((x.reshape(n * side, side) @ weights).reshape(n, side) @ weights) / side**2
+    constant = rows.sum(axis=1)[:, None] * cols.sum(axis=0)[None, :]
+    full = full - mean[:, None, None] * constant[None]
+    real = full[:, :r, :k] - full[:, r:, k:]
+    imag = -(full[:, :r, k:] + full[:, r:, :k])
+    flat = np.log1p(np.hypot(real, imag)).reshape(n, -1)
+    flat -= flat.mean(axis=1, keepdims=True)
+    norm = np.linalg.norm(flat, axis=1, keepdims=True)
+    return np.asarray(flat / np.maximum(norm, 1e-6), dtype=np.float32)
+
+
+def nearest_in_other_groups(
+    descriptors: NDArray[np.float32], groups: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Each row's nearest row (largest dot product) among rows of another group.
+
+    Exact: every row is scored against every row of the other groups, a block at a
+    time. Ties go to the lower row; -1 where no other group has a row.
+    """
+    n = len(descriptors)
+    best = np.full(n, -1, dtype=np.int64)
+    best_score = np.full(n, -np.inf, dtype=np.float32)
+    codes = np.unique(groups)
+    members = {int(code): np.flatnonzero(groups == code) for code in codes}
+    for i, g in enumerate(codes.tolist()):
+        rows = members[g]
+        for h in codes[i + 1 :].tolist():
+            cols = members[h]
+            step = max(1, _BLOCK_CELLS // max(1, len(cols)))
+            col_best = np.full(len(cols), -1, dtype=np.int64)
+            col_score = np.full(len(cols), -np.inf, dtype=np.float32)
+            for start in range(0, len(rows), step):
+                block = rows[start : start + step]
+                scores = descriptors[block] @ descriptors[cols].T
+                _merge(best, best_score, block, cols, scores)
+                # The columns' best: a maximum along rows is cheap, an argmax along
+                # rows is not, so the argmax runs only on columns this block improves
+                # (all at the first block, few later). Strictly better only: earlier
+                # blocks hold the lower rows.
+                top = scores.max(axis=0)
+                better = np.flatnonzero(top > col_score)
+                if len(better):
+                    at = np.argmax(scores[:, better], axis=0)
+                    col_best[better] = block[at]
+                    col_score[better] = top[better]
+            _merge_columns(best, best_score, cols, col_best, col_score)
+    return best
+
+
+def _merge(
+    best: NDArray[np.int64],
+    best_score: NDArray[np.float32],
+    block: NDArray[np.int64],
+    cols: NDArray[np.int64],
+    scores: NDArray[np.float32],
+) -> None:
+    at = np.argmax(scores, axis=1)
+    top = scores[np.arange(len(block)), at]
+    _merge_columns(best, best_score, block, cols[at], top)
+
+
+def _merge_columns(
+    best: NDArray[np.int64],
+    best_score: NDArray[np.float32],
+    rows: NDArray[np.int64],
+    found: NDArray[np.int64],
+    score: NDArray[np.float32],
+) -> None:
+    held, held_row = best_score[rows], best[rows]
+    better = (score > held) | (
+        (score == held) & (found >= 0) & ((held_row < 0) | (found < held_row))
+    )
+    best[rows[better]] = found[better]
+    best_score[rows[better]] = score[better]
+
+
+def mutual_nearest_pairs(
+    descriptors: NDArray[np.float32], groups: NDArray[np.int64]
+) -> NDArray[np.int64]:
+    """Pairs ``(i, j)``, ``i < j``, each the other's nearest row in another group."""
+    nearest = nearest_in_other_groups(descriptors, groups)
+    rows = np.flatnonzero(nearest >= 0)
+    mutual = rows[(nearest[nearest[rows]] == rows) & (rows < nearest[rows])]
+    return np.stack([mutual, nearest[mutual]], axis=1).astype(np.int64)
+
+
+def _interpolation(
+    scale: NDArray[Any], shift: NDArray[Any], side: int
+) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+    """Linear-interpolation matrices ``(k, side, side)`` of one axis, and which output
+    positions fall inside the source."""
+    centre = (side - 1) / 2.0
+    axis = np.arange(side, dtype=np.float32)
+    position = scale[:, None] * (axis[None] - centre) + centre + shift[:, None]
+    inside = (position >= -0.5) & (position <= side - 0.5)
+    position = np.clip(position, 0.0, side - 1.0)
+    weights = np.maximum(0.0, 1.0 - np.abs(position[:, :, None] - axis[None, None]))
+    return np.asarray(weights * inside[:, :, None], dtype=np.float32), inside
+
+
+def _warp_matrices(
+    scale: NDArray[Any], shift: NDArray[Any], side: int
+) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.bool_]]:
+    """``(rows, cols_t, valid)``: ``rows @ image @ cols_t`` is the warped image, ``valid``
+    where it falls inside the source (the warp is separable: a scale and shift per axis)."""
+    cols, inside_x = _interpolation(scale[:, 0], shift[:, 0], side)
+    rows, inside_y = _interpolation(scale[:, 1], shift[:, 1], side)
+    return rows, cols.transpose(0, 2, 1), inside_y[:, :, None] & inside_x[:, None, :]
+
+
+def register_pairs(
+    first: NDArray[np.float32], second: NDArray[np.float32], *, chunk: int = 2048
+) -> Registration:
+    """Align each ``second[k]`` onto ``first[k]`` (square luma thumbnails) and score.
+
+    Gauss-Newton on a scale and a shift per axis with a brightness gain and offset,
+    6 steps on 16 x 16 block means, then 2 on the thumbnails, both blurred; then the
+    correlation of the aligned lumas and of their fine detail over the overlap
+    (less a :data:`_MARGIN` at each edge of the first image).
+    """
+    first = np.asarray(first, dtype=np.float32)
+    second = np.asarray(second, dtype=np.float32)
+    if first.shape != second.shape or first.ndim != 3 or first.shape[1] != first.shape[2]:
+        raise ValueError("register_pairs takes two stacks of square thumbnails of one shape")
+    parts = [
+        _register_chunk(first[s : s + chunk], second[s : s + chunk])
+        for s in range(0, len(first), chunk)
+    ] or [_register_chunk(first[:0], second[:0])]
+    return Registration(*(np.concatenate(values) for values in zip(*parts, strict=True)))
+
+
+def _register_chunk(
+    first: NDArray[np.float32], second: NDArray[np.float32]
+) -> tuple[NDArray[np.float32], ...]:
+    n, side = len(first), first.shape[1]
+    if n == 0:
+        nothing = np.zeros(0, dtype=np.float32)
+        return nothing, nothing, np.zeros((0, 2), np.float32), np.zeros((0, 2), np.float32), nothing
+    scale = np.ones((n, 2), dtype=np.float32)
+    shift = np.zeros((n, 2), dtype=np.float32)
+    blur_a, blur_b = blurred(first), blurred(second)
+    for factor, steps in _LEVELS:
+        if factor > side // 4:
+            continue
+        level = side // factor
+        a, b = blur_a, blur_b
+        if factor > 1:
+            a = a.reshape(n, level, factor, level, factor).mean(axis=(2, 4))
+            b = b.reshape(n, level, factor, level, factor).mean(axis=(2, 4))
+        scale, shift = _gauss_newton(a, b, scale, shift / factor, steps, _MAX_SHIFT / factor)
+        shift = shift * factor
+    rows, cols_t, valid = _warp_matrices(scale, shift, side)
+    aligned = rows @ second @ cols_t
+    inner = np.zeros((side, side), dtype=bool)
+    inner[_MARGIN : side - _MARGIN, _MARGIN : side - _MARGIN] = True
+    mask = valid & inner[None]
+    overlap = mask.sum(axis=(1, 2)) / float(inner.sum())
+    correlation = _masked_correlation(first, aligned, mask)
+    detail = _masked_correlation(fine_detail(first), fine_detail(aligned), mask)
+    return correlation, detail, scale, shift, overlap.astype(np.float32)
+
+
+def _gauss_newton(
+    a: NDArray[Any],
+    b: NDArray[Any],
+    scale: NDArray[Any],
+    shift: NDArray[Any],
+    steps: int,
+    max_shift: float,
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """``steps`` Gauss-Newton steps aligning each ``b`` onto ``a`` (one pyramid level).
+
+    The model: ``a ~ gain * warp(b) + offset``, the warp a scale and a shift per
+    axis about the centre; linearised, one 6 x 6 least-squares system per pair.
+    """
+    n, level = len(a), a.shape[1]
+    grad_y, grad_x = np.gradient(b, axis=(1, 2))
+    u = np.arange(level, dtype=np.float32) - (level - 1) / 2.0
+    scale = np.asarray(scale, dtype=np.float32).copy()
+    shift = np.asarray(shift, dtype=np.float32).copy()
+    for _ in range(steps):
+        rows, cols_t, valid = _warp_matrices(scale, shift, level)
+        sample = rows @ b @ cols_t
+        gx = rows @ grad_x @ cols_t
+        gy = rows @ grad_y @ cols_t
+        weight = valid.astype(np.float32)[..., None]
+        jacobian = np.stack(
+            [gx * u[None, None, :], gy * u[None, :, None], gx, gy, sample, np.ones_like(sample)],
+            axis=-1,
+        )
+        flat = (jacobian * weight).reshape(n, -1, 6)
+        target = (a * weight[..., 0]).reshape(n, -1, 1)
+        flat_t = flat.transpose(0, 2, 1)
+        normal = flat_t @ flat + 1e-3 * np.eye(6, dtype=np.float32)
+        solution = np.linalg.solve(normal, flat_t @ target)[..., 0]
+        # Linearised, a ~ gain * (warp(b) + J dp) + offset: the solved geometric
+        # terms are gain * dp.
+        gain = solution[:, 4]
+        gain = np.where(np.abs(gain) < 1e-2, np.copysign(1e-2, gain), gain)
+        step = np.clip(solution[:, :4] / gain[:, None], -1.0, 1.0)
+        scale = np.clip(scale + step[:, :2], *_SCALE_RANGE).astype(np.float32)
+        shift = np.clip(shift + step[:, 2:], -max_shift, max_shift).astype(np.float32)
+    return scale, shift
+
+
+def fine_detail(images: NDArray[Any]) -> NDArray[np.float32]:
+    """The fine detail of a stack of images ``(n, h, w)``: what a 5-tap blur removes.
+
+    The evidence of the decision rule (here and in the pixel check's partial and
+    turned alignments): smooth look-alikes agree in layout, not in fine detail.
+    """
+    return np.asarray(images - blurred(images), dtype=np.float32)
+
+
+def _masked_correlation(
+    x: NDArray[Any], y: NDArray[Any], mask: NDArray[np.bool_]
+) -> NDArray[np.float32]:
+    count = np.maximum(mask.sum(axis=(1, 2)), 1)
+    mean_x = np.where(mask, x, 0).sum(axis=(1, 2)) / count
+    mean_y = np.where(mask, y, 0).sum(axis=(1, 2)) / count
+    dx = np.where(mask, x - mean_x[:, None, None], 0)
+    dy = np.where(mask, y - mean_y[:, None, None], 0)
+    norm = np.sqrt((dx * dx).sum(axis=(1, 2)) * (dy * dy).sum(axis=(1, 2)))
+    return np.asarray((dx * dy).sum(axis=(1, 2)) / np.maximum(norm, 1e-6), dtype=np.float32)
+
+
+def flat_share(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Share of each thumbnail's inner pixels within :data:`FLAT_LEVEL` of all 4 neighbours."""
+    centre = thumbs[:, 1:-1, 1:-1]
+    flat = np.ones(centre.shape, dtype=bool)
+    for dy, dx in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+        neighbour = thumbs[:, 1 + dy : thumbs.shape[1] - 1 + dy, 1 + dx : thumbs.shape[2] - 1 + dx]
+        flat &= np.abs(centre - neighbour) <= FLAT_LEVEL
+    return np.asarray(flat.reshape(len(thumbs), -1).mean(axis=1), dtype=np.float32)
+
+
+#: Files larger than this are not read for the net: a tiny image is a small file (a
+#: 64 x 64 RGB BMP is 12 KB), and reading every large photo again would cost an audit
+#: of large images as much as its hashing.
+_MAX_FILE_BYTES = 1 << 18
+#: Images decoded together (:func:`leakaudit.loading.greys_and_notes`).
+_DECODE_BATCH = 512
+
+
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# JPEG start-of-frame markers (all but DHT, JPG and DAC), which hold the size.
+_JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def _plain_header(data: bytes) -> tuple[tuple[int, int], bool] | None:
+    """``((width, height), transparent)`` from a PNG or JPEG header read directly
+    (a third of the net's cost on 32 px JPEGs was Pillow opening them); None for
+    another format or a header this does not follow."""
+    if data[:8] == _PNG_MAGIC and data[12:16] == b"IHDR" and len(data) >= 26:
+        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+        colour = data[25]
+        return (width, height), colour in (4, 6) or (colour == 3 and b"tRNS" in data)
+    if data[:2] != b"\xff\xd8":
+        return None
+    at = 2
+    while at + 9 <= len(data) and data[at] == 0xFF:
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte
+            at += 1
+            continue
+        if marker in _JPEG_FRAMES:
+            height = int.from_bytes(data[at + 5 : at + 7], "big")
+            width = int.from_bytes(data[at + 7 : at + 9], "big")
+            return (width, height), False
+        if marker == 0xDA:  # a scan before any frame: not followed
+            return None
+        at += 2 + int.from_bytes(data[at + 2 : at + 4], "big")
+    return None
+
+
+def _tiny_source(source: Any, decode: DecodeOptions) -> bytes | Image.Image | None:
+    """The encoded bytes (or the PIL image) of a tiny opaque image; None for any other."""
+    try:
+        if isinstance(source, Image.Image):
+            data: bytes | Image.Image = source
+            size, transparent = source.size, _transparent(source)
+        else:
+            in_memory = isinstance(source, (bytes, bytearray, memoryview))
+            if not in_memory and os.stat(source).st_size > _MAX_FILE_BYTES:
+                return None
+            data = read_source(source, "<in-memory bytes>", decode)[1]
+            header = _plain_header(data)
+            if header is None:
+                with Image.open(io.BytesIO(data)) as opened:
+                    header = opened.size, _transparent(opened)
+            size, transparent = header
+    except (OSError, ValueError, TypeError, ImageLoadError, Image.DecompressionBombError):
+        return None  # unreadable: the hashing stage has named it
+    if transparent or not 8 <= min(size) <= TINY_SIDE:
+        return None
+    return data
+
+
+def _transparent(image: Image.Image) -> bool:
+    return "A" in image.mode or "transparency" in image.info
+
+
+def _thumbnails_of(
+    sources: Sequence[Any], rows: list[int], decode: DecodeOptions
+) -> list[NDArray[np.float32] | None]:
+    """Luma thumbnails (``THUMB_SIDE`` square) of ``rows``; None where not tiny or unreadable."""
+    found = [_tiny_source(sources[r], decode) for r in rows]
+    at = [i for i, data in enumerate(found) if data is not None]
+    out: list[NDArray[np.float32] | None] = [None] * len(rows)
+    if not at:
+        return out
+    greys, _ = greys_and_notes(
+        [found[i] for i in at],  # type: ignore[misc]
+        [str(rows[i]) for i in at],
+        decode,
+    )
+    for i, grey in zip(at, greys, strict=True):
+        if isinstance(grey, str):
+            continue
+        pixels = grey.pixels
+        if grey.box is not None:
+            left, top, right, bottom = grey.box
+            pixels = pixels[
+                int(top) : max(int(top) + 1, int(bottom)),
+                int(left) : max(int(left) + 1, int(right)),
+            ]
+        if pixels.shape != (THUMB_SIDE, THUMB_SIDE):
+            pixels = np.asarray(
+                Image.fromarray(np.ascontiguousarray(pixels)).resize(
+                    (THUMB_SIDE, THUMB_SIDE), Image.Resampling.BILINEAR
+                )
+            )
+        out[i] = pixels.astype(np.float32)
+    return out
+
+
+def tiny_thumbnails(
+    sources: Sequence[Any], rows: NDArray[np.int64], decode: DecodeOptions
+) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    """The rows that are tiny opaque photos, and their luma thumbnails.
+
+    Decoded as the hashes saw them (:class:`leakaudit.loading.DecodeOptions`:
+    upright, trimmed). Drawn images (a flat share of at least :data:`FLAT_SHARE`)
+    are left out; so are unreadable ones (the hashing stage has named them) and
+    files over 256 KB (not tiny).
+    """
+    # In this thread: decoding collects each image's warnings with
+    # warnings.catch_warnings, which is not thread-safe before Python 3.14 (and
+    # threads gained nothing here: the per-image work holds the GIL).
+    with warnings.catch_warnings():
+        # The hashing stage already reported each image's decoding notes.
+        warnings.simplefilter("ignore")
+        thumbs = [
+            thumb
+            for start in range(0, len(rows), _DECODE_BATCH)
+            for thumb in _thumbnails_of(
+                sources, rows[start : start + _DECODE_BATCH].tolist(), decode
+            )
+        ]
+    kept = [i for i, thumb in enumerate(thumbs) if thumb is not None]
+    found = [thumb for thumb in thumbs if thumb is not None]
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.float32)
+    stack = np.stack(found).astype(np.float32)
+    photo = flat_share(stack) < FLAT_SHARE
+    return rows[np.asarray(kept)][photo], stack[photo]
+
+
+#: See :func:`registered_pairs`.
+_RETRY_CORRELATION = 0.85
+
+
+def _scattered(values: NDArray[np.float32], at: NDArray[np.int64], n: int) -> NDArray[np.float32]:
+    """``values`` placed at rows ``at`` of an array of ``n`` rows (zeros elsewhere)."""
+    out = np.zeros((n, *values.shape[1:]), dtype=np.float32)
+    out[at] = values
+    return out
+
+
+def registered_pairs(
+    sources: Sequence[Any],
+    rows: NDArray[np.int64],
+    groups: NDArray[np.int64],
+    decode: DecodeOptions,
+) -> tuple[NDArray[np.int64], Registration, int]:
+    """The tiny-photo net: registered copies among ``rows`` across ``groups`` (splits).
+
+    Returns
+    -------
+    pairs : numpy.ndarray of int64, shape (k, 2)
+        The accepted row pairs (``a < b``).
+    registration : Registration
+        Their scores.
+    candidates : int
+        The mutual layout neighbours registered.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    groups = np.asarray(groups, dtype=np.int64)
+    none = np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.float32)
+    if len(np.unique(groups[rows])) < 2:
+        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
+    tiny, thumbs = tiny_thumbnails(sources, rows, decode)
+    if len(np.unique(groups[tiny])) < 2:
+        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
+    local = np.unique(
+        np.concatenate(
+            [
+                mutual_nearest_pairs(layout_descriptors(thumbs), groups[tiny]),
+                mutual_nearest_pairs(spectrum_descriptors(thumbs), groups[tiny]),
+            ]
+        ),
+        axis=0,
+    )
+    # Both ways: sampling the image that must shrink aliases its fine detail (a 20%
+    # rescale of a same-shot CIFAR-10 pair scored detail 0.32 one way, 0.79 the other),
+    # so a pair is judged in the direction that enlarges. On the dev classes' 142
+    # same-shot pairs: 134 pass one way, 138 either way.
+    forward = register_pairs(thumbs[local[:, 0]], thumbs[local[:, 1]])
+    # Only pairs that nearly line up one way are tried the other way: no same-shot
+    # pair nor any of 6,000 layout neighbours on CIFAR-10 passed backward alone with a
+    # forward correlation under 0.85 (_RETRY_CORRELATION).
+    retry = np.flatnonzero(~forward.copies & (forward.correlation >= _RETRY_CORRELATION))
+    partial = register_pairs(thumbs[local[retry, 1]], thumbs[local[retry, 0]])
+    backward = Registration(
+        *(
+            _scattered(getattr(partial, name), retry, len(local))
+            for name in ("correlation", "detail", "scale", "shift", "overlap")
+        )
+    )
+    use_backward = backward.copies & ~forward.copies
+    keep = forward.copies | backward.copies
+
+    def chosen(f: NDArray[np.float32], b: NDArray[np.float32]) -> NDArray[np.float32]:
+        pick = use_backward if f.ndim == 1 else use_backward[:, None]
+        return np.where(pick, b, f)[keep]
+
+    kept = Registration(
+        *(
+            chosen(getattr(forward, name), getattr(backward, name))
+            for name in ("correlation", "detail", "scale", "shift", "overlap")
+        )
+    )
+    return np.sort(tiny[local[keep]], axis=1), kept, len(local)

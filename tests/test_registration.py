@@ -1,0 +1,279 @@
+"""The tiny-photo net: exact layout neighbours across splits, judged by registration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from imagegen import photo_like
+from PIL import Image
+
+import leakaudit
+from leakaudit._registration import (
+    THUMB_SIDE,
+    flat_share,
+    layout_descriptors,
+    mutual_nearest_pairs,
+    nearest_in_other_groups,
+    register_pairs,
+    spectrum_descriptors,
+)
+from leakaudit.verify import VerifyOptions
+
+
+def _brute_nearest(d: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    scores = d.astype(np.float64) @ d.astype(np.float64).T
+    scores[groups[:, None] == groups[None, :]] = -np.inf
+    best = np.argmax(scores, axis=1)
+    best[~np.isfinite(scores.max(axis=1))] = -1
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_nearest_in_other_groups_is_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 300))
+    d = rng.standard_normal((n, 16)).astype(np.float32)
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    groups = rng.integers(0, int(rng.integers(1, 4)), n)
+    assert nearest_in_other_groups(d, groups).tolist() == _brute_nearest(d, groups).tolist()
+    pairs = mutual_nearest_pairs(d, groups)
+    best = _brute_nearest(d, groups)
+    expected = sorted((i, int(best[i])) for i in range(n) if best[i] > i and best[best[i]] == i)
+    assert [tuple(p) for p in pairs.tolist()] == expected
+    assert len(pairs) <= n // 2  # at most one candidate per image
+
+
+def test_nearest_in_other_groups_blocks_give_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import leakaudit._registration as registration
+
+    rng = np.random.default_rng(7)
+    d = rng.standard_normal((500, 8)).astype(np.float32)
+    groups = rng.integers(0, 3, 500)
+    whole = nearest_in_other_groups(d, groups)
+    monkeypatch.setattr(registration, "_BLOCK_CELLS", 97)  # many small blocks
+    assert nearest_in_other_groups(d, groups).tolist() == whole.tolist()
+
+
+def _thumb(image: Image.Image) -> np.ndarray:
+    return np.asarray(image.convert("L"), dtype=np.float32)
+
+
+def _photo32(seed: int) -> Image.Image:
+    """A 32 px photo: a photo-like picture with texture at every scale (a 32 px
+    thumbnail of a real photo has few flat pixels; CIFAR-10's median flat share is
+    0.01, while the generated picture alone is more than half flat)."""
+    rng = np.random.default_rng(10_000 + seed)
+    base = np.asarray(
+        photo_like(seed, (96, 96)).resize((THUMB_SIDE, THUMB_SIDE), Image.Resampling.LANCZOS),
+        np.float32,
+    )
+    texture = np.asarray(
+        Image.fromarray(rng.normal(128, 40, (16, 16)).clip(0, 255).astype(np.uint8)).resize(
+            (THUMB_SIDE, THUMB_SIDE), Image.Resampling.BICUBIC
+        ),
+        np.float32,
+    )
+    grain = rng.normal(0, 6, (THUMB_SIDE, THUMB_SIDE, 1))
+    pixels = base + 0.5 * (texture[..., None] - 128) + grain
+    return Image.fromarray(np.clip(np.rint(pixels), 0, 255).astype(np.uint8))
+
+
+def _rescaled_with_border(image: Image.Image, keep: float, dx: int, dy: int) -> Image.Image:
+    """The image shrunk to ``keep`` of its side and pasted onto a grey border, moved."""
+    side = image.width
+    inner = max(8, round(side * keep))
+    small = image.resize((inner, inner), Image.Resampling.BILINEAR)
+    canvas = Image.new("RGB", (side, side), (128, 128, 128))
+    canvas.paste(small, ((side - inner) // 2 + dx, (side - inner) // 2 + dy))
+    return canvas
+
+
+def _shifted(image: Image.Image, dx: int, dy: int) -> Image.Image:
+    big = image.resize((image.width + 8, image.height + 8), Image.Resampling.BILINEAR)
+    return big.crop((4 + dx, 4 + dy, 4 + dx + image.width, 4 + dy + image.height))
+
+
+def test_registration_finds_shifted_rescaled_and_grey_copies() -> None:
+    originals = [_photo32(seed) for seed in range(6)]
+    copies = [
+        _shifted(originals[0], 2, -1),
+        _rescaled_with_border(originals[1], 0.85, 1, 0),
+        _rescaled_with_border(originals[2], 0.92, 0, -2),
+        originals[3].convert("L").convert("RGB"),  # grey
+        Image.fromarray(
+            np.clip(np.asarray(originals[4], np.float32) * 0.7 + 40, 0, 255).astype(np.uint8)
+        ),
+        _shifted(originals[5], -3, 0),
+    ]
+    a = np.stack([_thumb(o) for o in originals])
+    b = np.stack([_thumb(c) for c in copies])
+    forward, backward = register_pairs(a, b), register_pairs(b, a)
+    assert (forward.copies | backward.copies).all(), (forward.correlation, forward.detail)
+    # Different pictures are not copies, whatever the alignment found.
+    others = np.roll(b, 1, axis=0)
+    assert not (register_pairs(a, others).copies | register_pairs(others, a).copies).any()
+
+
+def test_registration_recovers_the_shift() -> None:
+    image = _photo32(11)
+    a, b = _thumb(image), _thumb(_shifted(image, 2, 0))
+    found = register_pairs(a[None], b[None])
+    # b is the image 2 px to the right: a's pixel x sits at b's x - 2 (scale ~ 1.04).
+    assert found.correlation[0] > 0.95
+    assert abs(float(found.shift[0, 0]) + 2.0) < 0.75
+    assert abs(float(found.shift[0, 1])) < 0.75
+
+
+def _smooth(seed: int, side: int = 128) -> np.ndarray:
+    """A smooth picture: a soft gradient with one blurred edge, no fine detail."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:side, 0:side] / side
+    angle = rng.uniform(0, np.pi)
+    field = 120 + 60 * (np.cos(angle) * x + np.sin(angle) * y)
+    field += 40 / (1 + np.exp(-(x - 0.5 - 0.2 * y) * 12))
+    return field + rng.normal(0, 1.5, field.shape)
+
+
+def test_tiles_of_a_smooth_picture_are_not_copies() -> None:
+    """Coarse layout agrees after any small scale and shift; fine detail does not."""
+    tiles = []
+    for seed in range(4):
+        field = _smooth(seed)
+        for top, left in ((0, 0), (0, 64), (64, 0), (64, 64)):
+            tile = Image.fromarray(
+                np.clip(field[top : top + 64, left : left + 64], 0, 255).astype(np.uint8)
+            )
+            tiles.append(np.asarray(tile.resize((32, 32), Image.Resampling.BILINEAR), np.float32))
+    stack = np.stack(tiles)
+    i, j = np.triu_indices(len(stack), 1)
+    found = register_pairs(stack[i], stack[j])
+    back = register_pairs(stack[j], stack[i])
+    assert not (found.copies | back.copies).any()
+    # ...though their coarse layout does agree for many of them.
+    assert (np.maximum(found.correlation, back.correlation) > 0.93).any()
+
+
+def test_drawn_images_are_flat() -> None:
+    drawn = np.zeros((1, 32, 32), np.float32)
+    drawn[0, 8:24, 8:24] = 200.0
+    photo = _thumb(_photo32(3))[None]
+    assert flat_share(drawn)[0] >= 0.4 > flat_share(photo)[0]
+    assert layout_descriptors(photo).shape == (1, 64)
+
+
+def _write(folder: Path, name: str, image: Image.Image) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    image.save(path, quality=92)
+    return path
+
+
+def test_the_audit_links_a_rescaled_tiny_copy_across_splits(tmp_path: Path) -> None:
+    originals = [_photo32(100 + seed) for seed in range(20)]
+    for k, image in enumerate(originals):
+        _write(tmp_path / "train", f"{k:02d}.jpg", image)
+    # Shrunk by a sixth across and moved up by 2 px: its hashes are far from the
+    # original's (no hash entry proposes the pair).
+    copy = _shifted(originals[4].resize((27, 32), Image.Resampling.BILINEAR), 0, 2)
+    copy = copy.resize((32, 32), Image.Resampling.BILINEAR).convert("L")
+    _write(tmp_path / "test", "copy.jpg", copy)
+    for k in range(5):
+        _write(tmp_path / "test", f"other{k}.jpg", _photo32(500 + k))
+    splits = {"train": tmp_path / "train", "test": tmp_path / "test"}
+
+    report = leakaudit.audit_splits(splits, cache=False, workers=1)
+    table = report.table.set_index(report.table["path"].map(lambda p: Path(p).name))
+    assert table.loc["copy.jpg", "group_id"] == table.loc["04.jpg", "group_id"]
+    assert report.edges is not None
+    assert "registered" in set(report.edges["stage"])
+    registered = report.edges[report.edges["stage"] == "registered"]
+    assert registered["copy_kind"].str.contains("resized|shifted").all()
+    # No other test image is linked to train.
+    assert report.leaked_images_by_split()["test"] == 1
+
+    # The net is what found it: off, the copy stays apart (its hashes are far).
+    off = leakaudit.audit_splits(
+        splits, cache=False, workers=1, verify=VerifyOptions(tiny_photos=False)
+    )
+    table = off.table.set_index(off.table["path"].map(lambda p: Path(p).name))
+    assert table.loc["copy.jpg", "group_id"] != table.loc["04.jpg", "group_id"]
+
+
+def test_the_spectrum_does_not_see_a_shift() -> None:
+    big = _photo32(21).resize((40, 40), Image.Resampling.BICUBIC)
+    a = _thumb(big.crop((4, 4, 36, 36)))[None]
+    b = _thumb(big.crop((7, 2, 39, 34)))[None]  # moved 3 px across, 2 px up
+    layout = float(layout_descriptors(a)[0] @ layout_descriptors(b)[0])
+    spectrum = float(spectrum_descriptors(a)[0] @ spectrum_descriptors(b)[0])
+    assert spectrum > 0.85
+    assert spectrum > layout + 0.1, (spectrum, layout)
+
+
+def _quadrants_of_a_disc(seed: int, side: int = 400) -> list[Image.Image]:
+    """A retina-like picture: an orange disc on black, centred, with a faint texture,
+    cut into its four quadrants (mirror images of one another but for the texture)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:side, 0:side] - (side - 1) / 2
+    radius = np.hypot(x, y) / (side / 2)
+    disc = 1.0 / (1.0 + np.exp((radius - (0.55 + 0.15 * (seed % 3))) * 25))
+    texture = np.asarray(
+        Image.fromarray(
+            rng.normal(128, 60, (side // 3, side // 3)).clip(0, 255).astype(np.uint8)
+        ).resize((side, side), Image.Resampling.BICUBIC),
+        np.float32,
+    )
+    luma = disc * (170 + 0.15 * (texture - 128))
+    rgb = np.stack([luma * 1.3, luma * (0.45 + 0.1 * (seed % 3)), luma * 0.15], axis=-1)
+    image = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+    half = side // 2
+    return [image.crop((x0, y0, x0 + half, y0 + half)) for y0 in (0, half) for x0 in (0, half)]
+
+
+def _smooth_tiles(seed: int) -> list[Image.Image]:
+    """Four corner tiles of a heavily blurred textured picture."""
+    from PIL import ImageFilter
+
+    base = photo_like(seed, (512, 384)).filter(ImageFilter.GaussianBlur(24))
+    return [base.crop((x0, y0, x0 + 256, y0 + 192)) for y0 in (0, 192) for x0 in (0, 256)]
+
+
+def test_turned_quadrants_and_smooth_tiles_do_not_link(tmp_path: Path) -> None:
+    """Coarse layout agrees after a turn or a crop; fine detail does not (issue 24)."""
+    for seed in range(3):
+        for k, tile in enumerate(_quadrants_of_a_disc(seed) + _smooth_tiles(seed)):
+            split = "train" if k % 2 == 0 else "test"
+            _write(tmp_path / split, f"s{seed}_{k}.jpg", tile)
+    # A real copy among them: a mirrored, slightly cropped, smaller copy of a textured photo.
+    photo = photo_like(99, (300, 300))
+    _write(tmp_path / "train", "photo.jpg", photo)
+    copy = (
+        photo.transpose(Image.Transpose.FLIP_LEFT_RIGHT).crop((9, 6, 291, 294)).resize((200, 204))
+    )
+    _write(tmp_path / "test", "photo_copy.jpg", copy)
+
+    report = leakaudit.audit_splits(
+        {"train": tmp_path / "train", "test": tmp_path / "test"}, cache=False, workers=1
+    )
+    table = report.table.set_index(report.table["path"].map(lambda p: Path(p).name))
+    assert table.loc["photo.jpg", "group_id"] == table.loc["photo_copy.jpg", "group_id"]
+    linked = table[table["group_id"].duplicated(keep=False)].index.tolist()
+    assert sorted(linked) == ["photo.jpg", "photo_copy.jpg"], linked
+
+
+def test_the_quadrants_agree_in_layout_but_not_in_detail() -> None:
+    from leakaudit.loading import DecodeOptions
+    from leakaudit.verify import compare_views, load_view
+
+    quadrants = _quadrants_of_a_disc(5)
+    views = [
+        load_view(q, f"q{k}", DecodeOptions(crop_entries=True)) for k, q in enumerate(quadrants)
+    ]
+    verdict = compare_views(views[0], views[1])
+    assert not verdict.accepted
+    assert verdict.similarity > 0.95  # the grid alone would call them copies
+    assert verdict.detail < 0.5
+    assert "fine detail" in verdict.reason
