@@ -355,7 +355,7 @@ def test_other_alpha_modes_are_flattened(mode: str) -> None:
     icon = imagegen.icon(0, 1)
     # Pillow's RGBA -> La conversion loses alpha; go through straight LA first.
     converted = icon.convert("LA").convert(mode) if mode == "La" else icon.convert(mode)
-    if np.asarray(converted.convert("RGBA"))[..., 3].min() == 255:
+    if np.asarray(converted.split()[-1]).min() == 255:  # its alpha band
         pytest.skip(f"this Pillow ({PIL.__version__}) drops the alpha converting to {mode}")
     grey = np.asarray(load_reduced_grey(converted), dtype=int)
     assert grey[0, 0] == 255  # transparent corner shows the background
