@@ -145,8 +145,15 @@ def _hex_column(values: NDArray[np.uint64], present: NDArray[np.bool_]) -> Any:
     and the dtype are the ones pandas infers from the strings either way.
     """
     n = len(values)
-    dtype = pd.StringDtype(na_value=np.nan)
-    if dtype.storage == "pyarrow" and 0 < n <= _ARROW_HEX_ROWS:
+    # The dtype pandas gives a column of strings: object before pandas 3 (unless its
+    # future.infer_string option is set), an Arrow-backed StringDtype from pandas 3 with pyarrow.
+    # Asked of pandas itself, so the column is the same on every version it supports.
+    dtype = pd.Series(["0"]).dtype
+    if (
+        isinstance(dtype, pd.StringDtype)
+        and dtype.storage == "pyarrow"
+        and 0 < n <= _ARROW_HEX_ROWS
+    ):
         import pyarrow as pa  # present: pandas stores its strings with it
 
         text = np.ascontiguousarray(values, dtype=">u8").tobytes().hex().encode("ascii")

@@ -1773,8 +1773,10 @@ def _to_grey(im: Image.Image, background: tuple[int, int, int]) -> Image.Image:
         im = im.convert("RGBA")
         mode = im.mode
     if mode in _ALPHA_MODES:
-        if mode in ("PA", "RGBa", "La"):  # palette or premultiplied: make straight alpha
-            mode = "LA" if mode == "La" else "RGBA"
+        if mode == "La":  # premultiplied: straight alpha (Pillow < 11 cannot convert La)
+            im, mode = _straight_la(im), "LA"
+        elif mode in ("PA", "RGBa"):  # palette or premultiplied: make straight alpha
+            mode = "RGBA"
             im = im.convert(mode)
         alpha = im.getchannel("A")
         grey = im.getchannel("L") if mode == "LA" else im.convert("L")
@@ -1788,6 +1790,19 @@ def _to_grey(im: Image.Image, background: tuple[int, int, int]) -> Image.Image:
         return im.convert("L")
     except ValueError:  # modes without a direct path to L (e.g. LAB, HSV)
         return im.convert("RGB").convert("L")
+
+
+def _straight_la(im: Image.Image) -> Image.Image:
+    """A premultiplied ``La`` image as straight ``LA`` (grey divided by its alpha)."""
+    grey, alpha = (np.asarray(band, dtype=np.float32) for band in im.split())
+    straight = np.where(alpha > 0, grey * 255.0 / np.maximum(alpha, 1.0), 0.0)
+    return Image.merge(
+        "LA",
+        [
+            Image.fromarray(np.clip(np.rint(straight), 0, 255).astype(np.uint8)),
+            Image.fromarray(alpha.astype(np.uint8)),
+        ],
+    )
 
 
 def _wide_grey_to_l(im: Image.Image) -> Image.Image:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import imagegen
 import numpy as np
+import PIL
 import pytest
 from PIL import Image, ImageFile
 
@@ -354,6 +355,8 @@ def test_other_alpha_modes_are_flattened(mode: str) -> None:
     icon = imagegen.icon(0, 1)
     # Pillow's RGBA -> La conversion loses alpha; go through straight LA first.
     converted = icon.convert("LA").convert(mode) if mode == "La" else icon.convert(mode)
+    if np.asarray(converted.split()[-1]).min() == 255:  # its alpha band
+        pytest.skip(f"this Pillow ({PIL.__version__}) drops the alpha converting to {mode}")
     grey = np.asarray(load_reduced_grey(converted), dtype=int)
     assert grey[0, 0] == 255  # transparent corner shows the background
     reference = np.asarray(load_reduced_grey(icon), dtype=int)
@@ -645,6 +648,8 @@ def test_known_png_header_decodes_as_pillow_does(
 
 def test_known_png_header_is_only_a_plain_one() -> None:
     low_bits = imagegen.encode(imagegen.photo_like(1, (32, 32)).convert("L"), "PNG", bits=2)
+    if low_bits[24] != 2:  # the IHDR's bit depth
+        pytest.skip(f"this Pillow ({PIL.__version__}) writes no 2-bit PNG")
     palette = imagegen.encode(imagegen.photo_like(1, (32, 32)).convert("P"), "PNG")
     for data in (low_bits, palette):
         loading._known_png = None

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from leakaudit import search
 from leakaudit.grouping import _Forest, distinct_hash_pairs
+from leakaudit.hashing import popcount64
 from leakaudit.search import (
     SearchPlan,
     iter_linking_pairs,
@@ -56,7 +57,7 @@ def brute_force_labels(
         return node
 
     for a, b in pairs_within_brute_force(first, threshold).tolist():
-        if second is not None and int(np.bitwise_count(second[a] ^ second[b])) > second_threshold:
+        if second is not None and int(popcount64(second[a] ^ second[b])) > second_threshold:
             continue
         low, high = sorted((find(a), find(b)))
         if low != high:
@@ -86,9 +87,9 @@ def linked_labels(
         threads=threads,
         engine=engine,
     ):
-        assert bool((np.bitwise_count(unique[a] ^ unique[b]) <= threshold).all())
+        assert bool((popcount64(unique[a] ^ unique[b]) <= threshold).all())
         if second is not None and second_threshold is not None:
-            assert bool((np.bitwise_count(second[a] ^ second[b]) <= second_threshold).all())
+            assert bool((popcount64(second[a] ^ second[b]) <= second_threshold).all())
         forest.add(a, b)
     forest.sync()
     return [int(root) for root in forest.roots()]
