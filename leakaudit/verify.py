@@ -1218,9 +1218,10 @@ def _fine_detail_agreement(
     a turn, at grid similarity 1.00; their fine detail does not line up. ``b``'s grey
     image is turned by ``turn`` (and the ``rotated`` side, 0 for ``a`` and 1 for
     ``b``, turned by its rotation entry's angle and cut to its centre), both are
-    resized to the smaller one's shorter side (at least :data:`_DETAIL_SIDE`), registered both ways
-    (a scale and shift per axis absorb a crop or a pad), and the better direction's
-    share of agreeing blocks (:func:`_detail_coverage`) is returned. Graphics keep no grey image (their native check is
+    resized to the smaller one's shorter side (at least :data:`_DETAIL_SIDE`),
+    registered both ways (a scale and shift per axis absorb a crop or a pad), and the
+    better direction's share of agreeing blocks (:func:`_detail_coverage`) is
+    returned. Graphics keep no grey image (their native check is
     :func:`distinct_pixel_count`); photos under :data:`_DETAIL_SIDE` pixels have no
     detail finer than the grid.
     """
