@@ -109,6 +109,8 @@ _MARGIN = 2
 _BLOCK_CELLS = 1 << 24
 
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+#: Thumbnails turned to float32 at a time (8 MB of them).
+_CHUNK = 2048
 _BINOMIAL = np.array([1.0, 4.0, 6.0, 4.0, 1.0], dtype=np.float32) / 16.0
 
 
@@ -172,14 +174,19 @@ def _separable(
 ) -> NDArray[np.float32]:
     """``rows @ image @ cols`` for every image of a stack, as two products over the stack
     (``rows`` (p, h), ``cols`` (w, q); the result (n, p, q))."""
-    n, h, w = images.shape
-    x = np.asarray(images, dtype=np.float32)
-    half = (x.reshape(n * h, w) @ cols).reshape(n, h, -1)  # (n, h, q)
-    q = half.shape[2]
-    full = (np.ascontiguousarray(half.transpose(0, 2, 1)).reshape(n * q, h) @ rows.T).reshape(
-        n, q, -1
-    )
-    return np.ascontiguousarray(full.transpose(0, 2, 1))
+    parts = []
+    for start in range(0, len(images), _CHUNK):  # bounded float copies of uint8 stacks
+        x = np.asarray(images[start : start + _CHUNK], dtype=np.float32)
+        n, h, w = x.shape
+        half = (x.reshape(n * h, w) @ cols).reshape(n, h, -1)  # (n, h, q)
+        q = half.shape[2]
+        full = (np.ascontiguousarray(half.transpose(0, 2, 1)).reshape(n * q, h) @ rows.T).reshape(
+            n, q, -1
+        )
+        parts.append(full.transpose(0, 2, 1))
+    if not parts:
+        return np.zeros((0, rows.shape[0], cols.shape[1]), dtype=np.float32)
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
 
 @functools.lru_cache(maxsize=8)
@@ -190,7 +197,7 @@ def _layout_matrix(side: int) -> NDArray[np.float32]:
     return np.asarray(pool @ _blur_matrix(side), dtype=np.float32)
 
 
-def layout_descriptors(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
+def layout_descriptors(thumbs: NDArray[Any]) -> NDArray[np.float32]:
     """Unit-norm, zero-mean 8 x 8 block means of the blurred thumbnails, ``(n, 64)``."""
     n, side = len(thumbs), thumbs.shape[1]
     matrix = _layout_matrix(side)
@@ -222,7 +229,7 @@ def _spectrum_matrices(side: int) -> tuple[NDArray[np.float32], NDArray[np.float
     return (rows @ blur).astype(np.float32), (blur.T @ cols).astype(np.float32)
 
 
-def spectrum_descriptors(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
+def spectrum_descriptors(thumbs: NDArray[Any]) -> NDArray[np.float32]:
     """Unit-norm, zero-mean log magnitudes of the low frequencies of the windowed,
     blurred thumbnails (their mean removed), ``(n, 66)``: blind to a shift (a magnitude
     spectrum is), so it pairs shifted copies whose 8 x 8 layouts moved apart."""
@@ -234,8 +241,19 @@ def spectrum_descriptors(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
     # transform of a constant image.
     blur = _blur_matrix(side)
     weights = blur.sum(axis=0)
-    x = np.asarray(thumbs, dtype=np.float32)
-    mean = ((x.reshape(n * side, side) @ weights).reshape(n, side) @ weights) / side**2
+    mean = (
+        np.concatenate(
+            [
+                (
+                    np.asarray(thumbs[s : s + _CHUNK], dtype=np.float32).reshape(-1, side) @ weights
+                ).reshape(-1, side)
+                @ weights
+                for s in range(0, n, _CHUNK)
+            ]
+            or [np.zeros(0, np.float32)]
+        )
+        / side**2
+    )
     constant = rows.sum(axis=1)[:, None] * cols.sum(axis=0)[None, :]
     full = full - mean[:, None, None] * constant[None]
     real = full[:, :r, :k] - full[:, r:, k:]
@@ -476,14 +494,18 @@ def _masked_correlation(
     return np.asarray((dx * dy).sum(axis=(1, 2)) / np.maximum(norm, 1e-6), dtype=np.float32)
 
 
-def flat_share(thumbs: NDArray[np.float32]) -> NDArray[np.float32]:
+def flat_share(thumbs: NDArray[Any]) -> NDArray[np.float32]:
     """Share of each thumbnail's inner pixels within :data:`FLAT_LEVEL` of all 4 neighbours."""
-    centre = thumbs[:, 1:-1, 1:-1]
-    flat = np.ones(centre.shape, dtype=bool)
-    for dy, dx in ((-1, 0), (1, 0), (0, -1), (0, 1)):
-        neighbour = thumbs[:, 1 + dy : thumbs.shape[1] - 1 + dy, 1 + dx : thumbs.shape[2] - 1 + dx]
-        flat &= np.abs(centre - neighbour) <= FLAT_LEVEL
-    return np.asarray(flat.reshape(len(thumbs), -1).mean(axis=1), dtype=np.float32)
+    shares = []
+    for start in range(0, len(thumbs), _CHUNK):
+        part = np.asarray(thumbs[start : start + _CHUNK], dtype=np.float32)
+        centre = part[:, 1:-1, 1:-1]
+        flat = np.ones(centre.shape, dtype=bool)
+        for dy, dx in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            neighbour = part[:, 1 + dy : part.shape[1] - 1 + dy, 1 + dx : part.shape[2] - 1 + dx]
+            flat &= np.abs(centre - neighbour) <= FLAT_LEVEL
+        shares.append(flat.reshape(len(part), -1).mean(axis=1))
+    return np.asarray(np.concatenate(shares) if shares else np.zeros(0), dtype=np.float32)
 
 
 #: Files larger than this are not read for the net: a tiny image is a small file (a
@@ -554,11 +576,11 @@ def _transparent(image: Image.Image) -> bool:
 
 def _thumbnails_of(
     sources: Sequence[Any], rows: list[int], decode: DecodeOptions
-) -> list[NDArray[np.float32] | None]:
+) -> list[NDArray[np.uint8] | None]:
     """Luma thumbnails (``THUMB_SIDE`` square) of ``rows``; None where not tiny or unreadable."""
     found = [_tiny_source(sources[r], decode) for r in rows]
     at = [i for i, data in enumerate(found) if data is not None]
-    out: list[NDArray[np.float32] | None] = [None] * len(rows)
+    out: list[NDArray[np.uint8] | None] = [None] * len(rows)
     if not at:
         return out
     greys, _ = greys_and_notes(
@@ -582,13 +604,13 @@ def _thumbnails_of(
                     (THUMB_SIDE, THUMB_SIDE), Image.Resampling.BILINEAR
                 )
             )
-        out[i] = pixels.astype(np.float32)
+        out[i] = np.asarray(pixels, dtype=np.uint8)
     return out
 
 
 def tiny_thumbnails(
     sources: Sequence[Any], rows: NDArray[np.int64], decode: DecodeOptions
-) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
     """The rows that are tiny opaque photos, and their luma thumbnails.
 
     Decoded as the hashes saw them (:class:`leakaudit.loading.DecodeOptions`:
@@ -612,8 +634,8 @@ def tiny_thumbnails(
     kept = [i for i, thumb in enumerate(thumbs) if thumb is not None]
     found = [thumb for thumb in thumbs if thumb is not None]
     if not found:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.float32)
-    stack = np.stack(found).astype(np.float32)
+        return np.zeros(0, dtype=np.int64), np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.uint8)
+    stack = np.stack(found)  # uint8: 1 KB an image
     photo = flat_share(stack) < FLAT_SHARE
     return rows[np.asarray(kept)][photo], stack[photo]
 
