@@ -113,7 +113,8 @@ def _verify_spec(args: argparse.Namespace) -> Any:
     if not args.verify:
         return False
     distinct = getattr(args, "distinct_pixels", None)
-    if args.min_support is None and distinct is None:
+    tiny = getattr(args, "tiny_photos", None)
+    if args.min_support is None and distinct is None and tiny is None:
         return "auto"
     from leakaudit.verify import VerifyOptions
 
@@ -124,10 +125,19 @@ def _verify_spec(args: argparse.Namespace) -> Any:
         min_support=defaults.min_support if args.min_support is None else args.min_support,
         distinct_pixels=defaults.distinct_pixels if distinct is None else distinct,
         link_threshold=link,
+        tiny_photos=defaults.tiny_photos if tiny is None else bool(tiny),
     )
 
 
 def _add_min_support(group: Any) -> None:
+    group.add_argument(
+        "--tiny-photos",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="pair photos of at most 64 px with their nearest look-alike in another split "
+        "and link those that, aligned, agree in fine detail: rescaled, shifted and re-cropped "
+        "copies of CIFAR-sized images (default: on)",
+    )
     group.add_argument(
         "--min-support",
         type=_support_value,

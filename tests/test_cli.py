@@ -347,6 +347,14 @@ def test_min_support_reaches_the_verification_and_is_checked(
     assert "--min-support" in capsys.readouterr().err
 
 
+def test_tiny_photos_reaches_the_verification(tmp_path: Path) -> None:
+    args, out = _copy_across_splits(tmp_path)
+    assert main([*args, "--no-tiny-photos"]) == 0
+    assert json.loads(out.read_text())["parameters"]["verification"]["tiny_photos"] is False
+    assert main(args) == 0
+    assert json.loads(out.read_text())["parameters"]["verification"]["tiny_photos"] is True
+
+
 def test_argument_errors_are_one_line(tmp_path: Path) -> None:
     """Issue 25.4: a bad option is one line naming it and pointing at -h, not the usage block."""
     for argv in (
