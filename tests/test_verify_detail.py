@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from imagegen import photo_like
 from PIL import Image
 
@@ -53,6 +54,12 @@ def _names(report: leakaudit.LeakageReport) -> pd.DataFrame:
     return report.table.set_index(report.table["path"].map(lambda p: Path(str(p)).name))
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limit (issue 24): a sharp, noise-free disc's quadrants, once their black "
+    "borders are trimmed, match as whole images, which the fine-detail rule leaves alone so "
+    "that padded copies of smooth photos keep linking (at Pillow 10.4 they did not)",
+)
 def test_sharp_disc_quadrants_and_gradient_tiles_are_not_linked(tmp_path: Path) -> None:
     splits = ("train", "test", "val")
     for k, radius in enumerate((0.7, 0.85)):
