@@ -767,10 +767,19 @@ def reduction_quality_table(
 # --------------------------------------------------------------------------------------------------
 
 FAILURES_DATA = Path(__file__).resolve().parent / "_data" / "failures"
-_FAILURES_VERSION = 2
+_FAILURES_VERSION = 3
 #: Classes that must never link (pairs of different pictures) and classes of planted copies.
-NEVER_LINKED = ("smooth tiles", "disc quadrants")
+NEVER_LINKED = ("smooth tiles", "disc quadrants", "photo copies")
 COPY_KINDS = ("crop 5-15%", "rotate 4-6", "mirror", "recolour", "portrait strip")
+#: Colour copies of detailed photos (crops of real photographs): issue 24's first class.
+PHOTO_COPY_KINDS = (
+    "photo: grey JPEG",
+    "photo: grey 16-bit PNG",
+    "photo: sepia",
+    "photo: channel gain",
+    "photo: channels swapped",
+    "photo: brighter, less contrast",
+)
 _SMOOTH_SIZE = (960, 720)
 
 
@@ -855,6 +864,25 @@ def _copy_of(image: Image.Image, kind: str, rng: np.random.Generator) -> Image.I
     raise ValueError(kind)
 
 
+def _photo_copy(image: Image.Image, kind: str, rng: np.random.Generator) -> Image.Image:
+    """A colour copy of a photo (:data:`PHOTO_COPY_KINDS`); saved by the caller."""
+    pixels = np.asarray(image.convert("RGB"), np.float32)
+    if kind in ("photo: grey JPEG", "photo: grey 16-bit PNG"):
+        return image.convert("L")
+    if kind == "photo: sepia":
+        luma = pixels @ np.array([0.299, 0.587, 0.114], np.float32)
+        toned = luma[..., None] * np.array([1.07, 0.74, 0.43], np.float32) + 20
+        return Image.fromarray(np.clip(toned, 0, 255).astype(np.uint8))
+    if kind == "photo: channel gain":
+        gains = rng.uniform(0.7, 1.3, 3).astype(np.float32)
+        return Image.fromarray(np.clip(pixels * gains, 0, 255).astype(np.uint8))
+    if kind == "photo: channels swapped":
+        return Image.fromarray(pixels[..., ::-1].astype(np.uint8))
+    if kind == "photo: brighter, less contrast":
+        return Image.fromarray(np.clip((pixels - 128) * 0.75 + 128 + 30, 0, 255).astype(np.uint8))
+    raise ValueError(kind)
+
+
 def build_failure_set(out_dir: Path, n: int, seed: int = 0) -> pd.DataFrame:
     """Write the failure classes under ``out_dir/{train,val,test}``; one row per image:
     ``split, name, family, cls`` (``family``: the picture it shows; a copy shares its
@@ -871,7 +899,9 @@ def build_failure_set(out_dir: Path, n: int, seed: int = 0) -> pd.DataFrame:
         image: Image.Image, split: str, name: str, family: str, cls: str, copy: bool = False
     ) -> None:
         (out_dir / split).mkdir(parents=True, exist_ok=True)
-        image.convert("RGB").save(out_dir / split / f"{name}.jpg", quality=92)
+        (image if image.mode == "L" else image.convert("RGB")).save(
+            out_dir / split / f"{name}.jpg", quality=92
+        )
         rows.append(
             {"split": split, "name": f"{name}.jpg", "family": family, "cls": cls, "copy": copy}
         )
@@ -928,6 +958,35 @@ def build_failure_set(out_dir: Path, n: int, seed: int = 0) -> pd.DataFrame:
         family = f"p{k}_{SOURCE_NAMES[k]}"
         save(landscape, "train", family, family, "portrait strip")
         save(strip, "test", f"{family}_strip", family, "portrait strip", True)
+    # (d) colour copies of detailed photos: real photo crops, each copied three ways.
+    corpus = build_photo_corpus(
+        out_dir / "_photos", 2 * len(PHOTO_COPY_KINDS) * n // 3, size=(400, 300), seed=seed + 7
+    )
+    for k, path in enumerate(corpus):
+        family = f"c{k}_{path.stem.split('_', 1)[1]}"
+        with Image.open(path) as opened:
+            photo = opened.convert("RGB")
+        save(photo, "train", family, family, "photo copies")
+        for c in range(3):
+            kind = PHOTO_COPY_KINDS[(3 * k + c) % len(PHOTO_COPY_KINDS)]
+            copy = _photo_copy(photo, kind, rng)
+            split = splits[1 + c % 2]
+            name = f"{family}_c{c}"
+            if kind == "photo: grey 16-bit PNG":
+                (out_dir / split).mkdir(parents=True, exist_ok=True)
+                wide = np.asarray(copy, np.uint16) * 257
+                Image.fromarray(wide.astype("<u2")).save(out_dir / split / f"{name}.png")
+                rows.append(
+                    {
+                        "split": split,
+                        "name": f"{name}.png",
+                        "family": family,
+                        "cls": kind,
+                        "copy": True,
+                    }
+                )
+            else:
+                save(copy, split, name, family, kind, True)
     frame = pd.DataFrame(rows)
     frame.to_csv(manifest, index=False)
     stamp.write_text(json.dumps(wanted))
@@ -953,12 +1012,14 @@ def score_failures(out_dir: Path, frame: pd.DataFrame, workers: int) -> dict[str
     originals = frame[~frame["copy"]]
     original_group = dict(zip(originals["family"], originals["group"], strict=True))
     recall = {}
-    for kind in COPY_KINDS:
+    missed: dict[str, list[str]] = {}
+    for kind in (*COPY_KINDS, *PHOTO_COPY_KINDS):
         copies = frame[(frame["cls"] == kind) & frame["copy"]]
         hits = [
             original_group[f] == g for f, g in zip(copies["family"], copies["group"], strict=True)
         ]
         recall[kind] = (int(sum(hits)), len(hits))
+        missed[kind] = [n for n, hit in zip(copies["name"], hits, strict=True) if not hit]
     false_pairs = {cls: 0 for cls in NEVER_LINKED}
     false_images = {cls: set() for cls in NEVER_LINKED}
     cls_of = {f: c for f, c in zip(originals["family"], originals["cls"], strict=True)}
@@ -972,6 +1033,7 @@ def score_failures(out_dir: Path, frame: pd.DataFrame, workers: int) -> dict[str
     counts = originals["cls"].value_counts().to_dict()
     return {
         "recall": recall,
+        "missed": missed,
         "false_pairs": false_pairs,
         "false_images": {c: len(v) for c, v in false_images.items()},
         "originals": counts,

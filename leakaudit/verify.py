@@ -70,6 +70,7 @@ from leakaudit.loading import (
     check_full_decode,
     read_source,
     resolve_decode,
+    rgba_as_hashed,
     trim_allowed,
     trim_box,
 )
@@ -564,7 +565,7 @@ def load_view(
     try:
         if options.exif_transpose:
             image = ImageOps.exif_transpose(image)
-        rgba = image.convert("RGBA")
+        rgba = rgba_as_hashed(image)
     except Exception as exc:
         raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
     if min(rgba.size) > 2 * _DECODE_SIDE:
