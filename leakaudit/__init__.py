@@ -36,6 +36,7 @@ from leakaudit.listing import (
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
 from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
+from leakaudit.shards import audit_hash_shards
 from leakaudit.verify import VerifyOptions
 
 __version__ = "0.1.0"
@@ -61,6 +62,7 @@ __all__ = [
     "UnreadableImageWarning",
     "VerifyOptions",
     "__version__",
+    "audit_hash_shards",
     "audit_hash_table",
     "audit_sources",
     "audit_splits",
