@@ -130,8 +130,9 @@ class AuditParameters(Mapping[str, Any]):
         if not self.recorded:
             keys = [name for name in _CHECKS if getattr(self, name) is not None]
             object.__setattr__(self, "recorded", tuple(dict.fromkeys([*keys, *self.extra])))
-        if isinstance(self.stages, list):
-            object.__setattr__(self, "stages", tuple(self.stages))
+        stages: Any = self.stages  # a list given by hand: kept as a tuple (the record is frozen)
+        if isinstance(stages, list):
+            object.__setattr__(self, "stages", tuple(stages))
         unknown = [key for key in self.recorded if key not in _CHECKS and key not in self.extra]
         if unknown:
             raise ValueError(f"recorded names keys with no value: {unknown}.")

@@ -160,8 +160,9 @@ class LeakageReport:
     edges: pd.DataFrame | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.parameters, AuditParameters):  # a mapping, as before the record
-            object.__setattr__(self, "parameters", AuditParameters.from_mapping(self.parameters))
+        given: Any = self.parameters  # a mapping, as before the record, is turned into one
+        if not isinstance(given, AuditParameters):
+            object.__setattr__(self, "parameters", AuditParameters.from_mapping(given))
         if self.leaked_by_split is None:  # a report rebuilt from an older JSON file
             estimate = (self.pct_leaked_by_split * self.images_by_split / 100).round()
             object.__setattr__(self, "leaked_by_split", estimate.astype(int))
