@@ -563,6 +563,7 @@ def _audit(
     dihedral: bool = False,
     cache: CacheSpec = True,
     verify: VerifySpec = "auto",
+    workers: int | None = None,
 ) -> LeakageReport:
     resolve_threshold(method, threshold)
     check_dihedral(dihedral)
@@ -590,6 +591,7 @@ def _audit(
         extra_columns={"index": np.asarray(index, dtype=np.int64)},
         verify=verify,
         decode=options,
+        workers=workers,
         images=_verification_images(
             splits,
             table,
@@ -662,6 +664,7 @@ def audit_dataset_dict(
     dihedral: bool = True,
     verify: VerifySpec = "auto",
     cache: CacheSpec = True,
+    workers: int | None = None,
 ) -> LeakageReport:
     """Audit the splits of a ``DatasetDict`` for near-duplicate images across splits.
 
@@ -680,7 +683,8 @@ def audit_dataset_dict(
         column (the stored path, or ``"split[index]"``). With a mapping,
         ``report.table`` has a ``threshold`` column.
     num_proc : int, optional
-        Processes for hashing (``Dataset.map``'s ``num_proc``).
+        Processes for hashing (``Dataset.map``'s ``num_proc``, the ``datasets``
+        name): the hashing half of the core's ``workers``.
     batch_size : int, optional
         Rows per ``map`` batch. Default: as many rows as hold about 64 MB of
         encoded images, between 16 and 1,000 (1,000 for small files: a batch
@@ -702,6 +706,10 @@ def audit_dataset_dict(
     cache : bool, path or HashCache, default True
         leakaudit's hash cache for image cells that are file paths (as in
         :func:`hash_dataset`); cells of bytes rely on ``datasets``' map cache.
+    workers : int, optional
+        Threads that decode candidate pairs for verification (the
+        verification half of the core's ``workers``; hashing runs in
+        ``num_proc`` processes); default all usable cores.
 
     Returns
     -------
@@ -737,6 +745,7 @@ def audit_dataset_dict(
         dihedral=dihedral,
         cache=cache,
         verify=verify,
+        workers=workers,
     )
 
 
@@ -941,6 +950,7 @@ def leak_free_split(
     dihedral: bool = True,
     verify: VerifySpec = "auto",
     cache: CacheSpec = True,
+    workers: int | None = None,
 ) -> GroupSplitResult:
     """Split one ``Dataset`` into a ``DatasetDict`` without splitting any duplicate group.
 
@@ -959,7 +969,7 @@ def leak_free_split(
         Seed of the random assignment.
     stratify_by_column : str, optional
         A label column (e.g. a ``ClassLabel``) whose proportions each split keeps.
-    image_column, method, num_proc, batch_size, progress, on_error, decode,\
+    image_column, method, num_proc, batch_size, progress, on_error, decode, workers,\
  load_from_cache_file
         As in :func:`audit_dataset_dict`.
     threshold : int or mapping of str to int, optional
@@ -1033,6 +1043,7 @@ def leak_free_split(
         dihedral=dihedral,
         cache=cache,
         verify=verify,
+        workers=workers,
     )
     assert report.table is not None
     group_ids = report.table["group_id"].to_numpy()

@@ -41,7 +41,7 @@ Ray Datasets have no stable row numbers, so each row is identified by an id:
 column (``path``, as ``read_images(..., include_paths=True)`` adds), else the
 image column when it holds paths. Ids must be unique. ``report.table`` holds
 the rows in the dataset's order (hashing runs with ``preserve_order``), with an
-``id`` column; :func:`leak_free_ray_splits` finds rows by it.
+``id`` column; :func:`clean_ray_dataset` finds rows by it.
 
 The persistent hash cache is not used (workers may sit on other machines);
 results are the same either way.
@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "audit_ray_dataset",
+    "clean_ray_dataset",
     "hash_ray_dataset",
     "leak_free_ray_splits",
     "relabel_ray_dataset",
@@ -798,7 +800,7 @@ def _split_batch(batch: Any, *, split_column: str, name: str) -> Any:
     return batch.filter(pc.equal(batch.column(split_column), name))
 
 
-def leak_free_ray_splits(
+def clean_ray_dataset(
     ds: Dataset,
     report: LeakageReport | None = None,
     *,
@@ -812,6 +814,11 @@ def leak_free_ray_splits(
     **audit_options: Any,
 ) -> ResplitResult:
     """Return one leak-free Ray Dataset per split, by the :func:`leakaudit.clean_splits` rules.
+
+    The Ray counterpart of ``clean_datasets`` (torchvision) and
+    ``clean_dataset_dict`` (Hugging Face): ``clean_*`` repairs the splits a
+    dataset has; ``leak_free_*split`` draws new ones. Formerly
+    ``leak_free_ray_splits`` (a deprecated alias).
 
     Parameters
     ----------
@@ -881,3 +888,13 @@ def leak_free_ray_splits(
         }
     ).reset_index(drop=True)
     return ResplitResult(splits=splits, moves=moves, report=report, policy=policy)
+
+
+def leak_free_ray_splits(ds: Dataset, *args: Any, **kwargs: Any) -> ResplitResult:
+    """Deprecated alias of :func:`clean_ray_dataset` (it cleans the splits ``ds`` has)."""
+    warnings.warn(
+        "leak_free_ray_splits is deprecated: use clean_ray_dataset (same arguments).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return clean_ray_dataset(ds, *args, **kwargs)

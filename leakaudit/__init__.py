@@ -35,7 +35,8 @@ from leakaudit.listing import (
 )
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWarning
-from leakaudit.report import LargeGroupWarning, LeakageReport, dhash_audit
+from leakaudit.report import AuditParameters, LargeGroupWarning, LeakageReport, dhash_audit
+from leakaudit.shards import audit_hash_shards
 from leakaudit.verify import VerifyOptions
 
 __version__ = "0.1.0"
@@ -43,6 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_METHOD",
     "DEFAULT_THRESHOLDS",
+    "AuditParameters",
     "CalibrationResult",
     "DecodeOptions",
     "EmptySplitWarning",
@@ -61,6 +63,7 @@ __all__ = [
     "UnreadableImageWarning",
     "VerifyOptions",
     "__version__",
+    "audit_hash_shards",
     "audit_hash_table",
     "audit_sources",
     "audit_splits",

@@ -296,7 +296,8 @@ def audit_hash_table(
     decode : DecodeOptions, optional
         The decoding the table was hashed with (verification decodes alike).
     workers : int, optional
-        Threads verification decodes with.
+        Threads verification decodes with (the verification half of
+        :func:`audit_splits`' ``workers``; the hashes are already made).
 
     Returns
     -------
@@ -564,7 +565,11 @@ def audit_splits(
         links within the smaller of its two images' thresholds (the table
         then has a ``threshold`` column).
     workers : int, optional
-        Processes used for hashing; default all usable cores.
+        leakaudit's CPU workers on this machine, one number for both stages:
+        processes that hash, then threads that decode candidate pairs for
+        verification; default all usable cores. (The adapters' framework
+        parallelism keeps its framework's name: torchvision's ``num_workers``,
+        ``datasets``' ``num_proc``, Ray's ``concurrency``.)
     progress : bool, optional
         Progress bar; default only on long runs in a terminal.
     on_error : {"warn", "raise", "ignore"}, default "warn"

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._parameters import AuditParameters
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.hashing import popcount64
 
@@ -65,7 +66,7 @@ class AuditSettings(Protocol):
     import the report's (the report imports this one)."""
 
     @property
-    def parameters(self) -> Mapping[str, Any]: ...
+    def parameters(self) -> AuditParameters: ...
 
     @property
     def orientations(self) -> OrientationHashes | None: ...
@@ -138,12 +139,12 @@ class PairDistances:
     @classmethod
     def of_report(cls, report: AuditSettings, table: pd.DataFrame) -> PairDistances:
         """The distances of a report's audit (its method, threshold and orientations)."""
-        method = report.parameters.get("method")
-        threshold = report.parameters.get("threshold")
+        threshold = report.parameters.threshold
+        single = None if threshold is None or isinstance(threshold, Mapping) else int(threshold)
         return cls(
             table,
-            method=method if isinstance(method, str) else None,
-            threshold=int(threshold) if isinstance(threshold, (int, np.integer)) else None,
+            method=report.parameters.method,
+            threshold=single,
             orientations=report.orientations,
         )
 

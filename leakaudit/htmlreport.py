@@ -101,8 +101,7 @@ def nearest_neighbour_distances(
     table = report.table
     if table is None:
         raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
-    method = report.parameters.get("method")
-    columns, valid = table_distances(table, method if isinstance(method, str) else None)
+    columns, valid = table_distances(table, report.parameters.method)
     return _nearest_neighbours(table, columns, valid, sample=sample, seed=seed)
 
 
@@ -551,9 +550,9 @@ class _Page:
         They are for a second look (how the run was set up, what each stage
         counted), not for reading a verdict, so they come after the groups.
         """
-        counts = self.report.parameters.get("verification")
+        counts = self.report.parameters.verification
         out = ['<section id="details"><h2>Details</h2>']
-        if isinstance(counts, Mapping):
+        if counts is not None:
             rows = "".join(
                 f"<tr><th>{_e(str(k).replace('_', ' '))}</th><td>{_e(v)}</td></tr>"
                 for k, v in counts.items()
@@ -593,13 +592,14 @@ class _Renderer(_Page):
         if report.table is None:
             raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
         self.table: pd.DataFrame = report.table
-        method = report.parameters.get("method")
-        self.method = method if isinstance(method, str) else None
-        threshold = report.parameters.get("threshold")
-        self.threshold = int(threshold) if isinstance(threshold, (int, np.integer)) else None
+        self.method = report.parameters.method
+        threshold = report.parameters.threshold
+        self.threshold: int | None = None
         if isinstance(threshold, Mapping):  # per-source rules: mark the default
             default = threshold.get("*", DEFAULT_THRESHOLDS.get(self.method or "", None))
             self.threshold = int(default) if isinstance(default, (int, np.integer)) else None
+        elif threshold is not None:
+            self.threshold = int(threshold)
         self.pair_distances = PairDistances.of_report(report, self.table)
         # The same columns as table_distances gives (parsed once: seconds on 100k rows).
         self.columns, self.valid = self.pair_distances.columns, self.pair_distances.valid

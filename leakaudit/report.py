@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from leakaudit._parameters import AuditParameters
 from leakaudit._text import printable
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.grouping import group_spread
@@ -24,6 +25,7 @@ __all__ = [
     "EDGE_COLUMNS",
     "LEAKED_GROUP_COLUMNS",
     "TRANSITIVE",
+    "AuditParameters",
     "LargeGroupWarning",
     "LeakageReport",
     "dhash_audit",
@@ -109,8 +111,10 @@ class LeakageReport:
         Images that could not be read (see ``table["error"]``).
     n_low_information : int
         Blank or near-flat images, linked only to byte-identical copies.
-    parameters : dict
-        How the audit was made (method, threshold, ...).
+    parameters : AuditParameters
+        How the audit was made (method, threshold, ...): a typed, frozen
+        record that also reads as a mapping (``parameters["stages"]``); a
+        mapping given here is turned into one.
     table : pandas.DataFrame
         The grouped table the audit was computed from.
     embedding_pairs : pandas.DataFrame or None
@@ -148,7 +152,7 @@ class LeakageReport:
     n_within_split_groups: int = 0
     n_unreadable: int = 0
     n_low_information: int = 0
-    parameters: dict[str, Any] = field(default_factory=dict)
+    parameters: AuditParameters = field(default_factory=AuditParameters)
     table: pd.DataFrame | None = field(default=None, repr=False)
     embedding_pairs: pd.DataFrame | None = field(default=None, repr=False)
     orientations: OrientationHashes | None = field(default=None, repr=False)
@@ -156,6 +160,9 @@ class LeakageReport:
     edges: pd.DataFrame | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        given: Any = self.parameters  # a mapping, as before the record, is turned into one
+        if not isinstance(given, AuditParameters):
+            object.__setattr__(self, "parameters", AuditParameters.from_mapping(given))
         if self.leaked_by_split is None:  # a report rebuilt from an older JSON file
             estimate = (self.pct_leaked_by_split * self.images_by_split / 100).round()
             object.__setattr__(self, "leaked_by_split", estimate.astype(int))
@@ -267,8 +274,8 @@ class LeakageReport:
             return None
         if "images_root" not in self.parameters:
             return path
-        root = self.parameters["images_root"]
-        if not isinstance(root, str):
+        root = self.parameters.images_root
+        if root is None:
             return None
         from leakaudit.safe_io import resolve_within
 
@@ -360,8 +367,8 @@ class LeakageReport:
             extras.append(
                 f"{self.n_unreadable} image(s) could not be read (see the 'error' column)"
             )
-        images = self.parameters.get("images")
-        if isinstance(images, str) and images:
+        images = self.parameters.images
+        if images:
             extras.append(images)
         if extras:
             lines.append("")
@@ -370,9 +377,9 @@ class LeakageReport:
 
     def _verification_lines(self) -> list[str]:
         """One line on the verified cascade: the stages that ran and what they decided."""
-        stages = self.parameters.get("stages")
-        counts = self.parameters.get("verification")
-        if not isinstance(counts, Mapping):
+        stages = self.parameters.stages
+        counts = self.parameters.verification
+        if counts is None:
             return []
         if counts.get("ran") is False:
             return [f"Verification: did not run ({printable(str(counts.get('why', '')))})."]
@@ -397,7 +404,7 @@ class LeakageReport:
             )
         if counts.get("unverifiable"):
             text += f", {counts['unverifiable']} decided by hashes alone (images not readable)"
-        if isinstance(stages, list):
+        if stages is not None:
             text += "; stages: " + ", ".join(printable(str(stage)) for stage in stages)
         if counts.get("geometry"):
             text += f"; geometry: {printable(str(counts['geometry']))}"
@@ -464,7 +471,7 @@ class LeakageReport:
             n_within_split_groups=int(data.get("n_within_split_groups", 0)),
             n_unreadable=int(data.get("n_unreadable", 0)),
             n_low_information=int(data.get("n_low_information", 0)),
-            parameters=dict(data.get("parameters", {})),
+            parameters=AuditParameters.from_mapping(data.get("parameters", {})),
             leaked_by_split=(
                 pd.Series(data["leaked_by_split"], dtype=int) if "leaked_by_split" in data else None
             ),
@@ -498,7 +505,8 @@ def dhash_audit(
         counted in ``total_images`` but ignored when deciding whether a group
         spans splits.
     parameters : mapping, optional
-        How the groups were made, kept in the report (method, threshold, ...).
+        How the groups were made, kept in the report (method, threshold, ...)
+        as an :class:`~leakaudit.report.AuditParameters` record.
     embedding_pairs : pandas.DataFrame, optional
         The embedding stage's pairs (see :class:`LeakageReport`).
     orientations : OrientationHashes, optional
@@ -571,12 +579,13 @@ def dhash_audit(
     leaked_by_split = leaked_by_split.astype(int)
     leaked_by_split.index.name = None
 
+    record = AuditParameters.from_mapping(parameters)  # checked once, read typed
     leaked_groups = _leaked_group_table(grouped_df, frame, leaked_ids, order)
     if edges is not None:
         edges = _checked_edges(edges, len(grouped_df))
         leaked_groups = _with_evidence(leaked_groups, edges, group, split.to_numpy())
     if orientations is not None:
-        _turned_spreads(grouped_df, leaked_groups, parameters or {}, orientations)
+        _turned_spreads(grouped_df, leaked_groups, record, orientations)
     multi = sizes[sizes > 1].index
     n_within = int(len(multi) - len(leaked_ids.intersection(multi)))
     _warn_large_groups(frame, images_by_split, sizes)
@@ -594,7 +603,7 @@ def dhash_audit(
             if "low_information" in grouped_df
             else 0
         ),
-        parameters=dict(parameters or {}),
+        parameters=record,
         table=grouped_df,
         embedding_pairs=embedding_pairs,
         orientations=orientations,
@@ -682,7 +691,7 @@ def _with_evidence(
 def _turned_spreads(
     grouped_df: pd.DataFrame,
     leaked_groups: pd.DataFrame,
-    parameters: Mapping[str, Any],
+    parameters: AuditParameters,
     orientations: OrientationHashes,
 ) -> None:
     """Set ``max_distance`` of each leaked group (up to 200 members) on turned distances.
@@ -694,10 +703,7 @@ def _turned_spreads(
     if not len(leaked_groups) or not len(orientations):
         return
 
-    method = parameters.get("method")
-    distances = PairDistances(
-        grouped_df, method=method if isinstance(method, str) else None, orientations=orientations
-    )
+    distances = PairDistances(grouped_df, method=parameters.method, orientations=orientations)
     positions = pd.Series(np.arange(len(grouped_df)), index=grouped_df.index)
     by_group = positions.groupby(grouped_df["group_id"].to_numpy())
     spreads = []

@@ -121,6 +121,23 @@ def test_audit_finds_exactly_the_planted_groups(dataset_dict: DatasetDict) -> No
     assert table.loc[(table["split"] == "test") & (table["index"] == 4), "path"].item() == "test[4]"
 
 
+def test_workers_names_the_verification_threads_as_in_the_core(dataset_dict: DatasetDict) -> None:
+    """``workers`` means what it means in the core; ``num_proc`` stays the hashing processes."""
+    from leakaudit.adapters.guard import assert_no_leakage
+
+    report = audit_dataset_dict(dataset_dict, progress=False, workers=1)
+    assert leaked_sets(report) == PLANTED
+    assert report.to_dict() == audit_dataset_dict(dataset_dict, progress=False).to_dict()
+    # The guard passes the core's names through to every framework.
+    guarded = assert_no_leakage(dataset_dict, max_leaked=100, progress=False, workers=1)
+    assert guarded.n_leaked_images == report.n_leaked_images
+    everything = datasets.concatenate_datasets(list(dataset_dict.values()))
+    result = leak_free_split(
+        everything, {"train": 0.6, "test": 0.4}, seed=0, progress=False, workers=1
+    )
+    assert result.splits.num_rows == {"train": 13, "test": 8}
+
+
 def test_hash_dataset_stores_uint64_and_matches_with_num_proc(dataset_dict: DatasetDict) -> None:
     hashed = hash_dataset(dataset_dict["test"], progress=False)
     assert hashed.features["phash"] == Value("uint64")

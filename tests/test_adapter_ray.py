@@ -26,6 +26,7 @@ pytest.importorskip("ray.data")
 
 from leakaudit.adapters.ray import (  # noqa: E402
     audit_ray_dataset,
+    clean_ray_dataset,
     hash_ray_dataset,
     leak_free_ray_splits,
     relabel_ray_dataset,
@@ -349,11 +350,11 @@ def test_hash_rows_are_the_cores_hashes(ray_cluster: None, dataset: Any) -> None
 
 
 @pytest.mark.parametrize("policy", ["move", "drop"])
-def test_leak_free_ray_splits(
+def test_clean_ray_dataset(
     ray_cluster: None, ray_paths: tuple[Any, Any, Path], policy: str
 ) -> None:
     ds, report, _ = ray_paths
-    result = leak_free_ray_splits(ds, report, policy=policy, record_column="original_split")
+    result = clean_ray_dataset(ds, report, policy=policy, record_column="original_split")
     plan = clean_splits(report.table, policy=policy)
     assert list(result.splits) == [str(s) for s in report.images_by_split.index]
     groups = report.table.set_index("id")["group_id"]
@@ -422,7 +423,16 @@ def test_argument_errors(ray_cluster: None, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="report must come from audit_ray_dataset"):
         relabel_ray_dataset(twice, _plain([b"x"], ["train"]))
     with pytest.raises(TypeError, match="apply only when report is not given"):
-        leak_free_ray_splits(twice, _plain([b"x"], ["train"]), threshold=3)
+        clean_ray_dataset(twice, _plain([b"x"], ["train"]), threshold=3)
+
+
+def test_leak_free_ray_splits_is_a_deprecated_alias() -> None:
+    """The old name still works, warning with the new one (no cluster needed to see it)."""
+    with (
+        pytest.warns(DeprecationWarning, match="use clean_ray_dataset"),
+        pytest.raises(TypeError, match=r"ds must be a ray\.data\.Dataset"),
+    ):
+        leak_free_ray_splits([{"image": b"x"}])
 
 
 def test_empty_dataset(ray_cluster: None) -> None:

@@ -182,3 +182,12 @@ def test_module_level_imports_have_no_cycle() -> None:
     for module in sorted(graph):
         if module != "leakaudit" and module not in state:
             visit(module, [])
+
+
+def test_audit_hash_shards_is_exported_and_documented() -> None:
+    from leakaudit.shards import audit_hash_shards
+
+    assert "audit_hash_shards" in leakaudit.__all__
+    assert leakaudit.audit_hash_shards is audit_hash_shards
+    docs = Path(__file__).resolve().parents[1] / "docs" / "ray-and-shards.md"
+    assert "from leakaudit import audit_hash_shards" in docs.read_text(encoding="utf-8")

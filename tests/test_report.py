@@ -157,3 +157,60 @@ def test_small_integer_group_ids_count_as_any_other_ids(seed: int) -> None:
     pd.testing.assert_series_equal(small.pct_leaked_by_split, large.pct_leaked_by_split)
     pd.testing.assert_series_equal(small.leaked_by_split, large.leaked_by_split)
     pd.testing.assert_series_equal(small.images_by_split, large.images_by_split)
+
+
+def test_parameters_are_a_typed_frozen_record_that_reads_as_a_mapping() -> None:
+    import dataclasses
+
+    from leakaudit import AuditParameters
+
+    given = {
+        "method": "phash+dhash",
+        "threshold": 8,
+        "dihedral": True,
+        "stages": ["hash candidates", "pixels"],
+        "verification": {"ran": True, "candidates": 3},
+        "images_root": None,
+        "index_column": "idx",  # a caller's own key
+        "min_side": "large",  # the wrong type for its field: kept as given
+    }
+    report = dhash_audit(seed_example(), parameters=given)
+    parameters = report.parameters
+    assert isinstance(parameters, AuditParameters)
+    assert parameters.method == "phash+dhash" and parameters.threshold == 8
+    assert parameters.stages == ("hash candidates", "pixels") and parameters.dihedral is True
+    assert parameters.min_side is None and parameters.extra["min_side"] == "large"
+    assert parameters.images_root is None and "images_root" in parameters
+    assert parameters.hash_shards is None and "hash_shards" not in parameters
+    # The mapping view: same keys in the same order, same values (stages as a list).
+    assert list(parameters) == list(given) and dict(parameters) == given
+    assert parameters == given and parameters["stages"] == ["hash candidates", "pixels"]
+    assert parameters.get("embedded_images", "absent") == "absent"
+    with pytest.raises(KeyError):
+        parameters["hash_shards"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        parameters.method = "dhash"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        parameters["method"] = "dhash"  # type: ignore[index]
+    # The JSON writes the mapping as given and reads back the same record.
+    assert json.loads(report.to_json())["parameters"] == given
+    again = LeakageReport.from_json(report.to_json()).parameters
+    assert list(again) == list(given) and again.method == "phash+dhash"
+    # A report built by hand with a dict gets the record too; replace() records new keys last.
+    assert isinstance(dataclasses.replace(report, parameters={"a": 1}).parameters, AuditParameters)
+    assert list(parameters.replace(embedded_images=4)) == [*given, "embedded_images"]
+
+
+def test_parameters_record_types_every_key_the_audit_records() -> None:
+    import dataclasses
+
+    from leakaudit import AuditParameters
+
+    fields = {f.name for f in dataclasses.fields(AuditParameters)} - {"extra", "recorded"}
+    recorded = {
+        "method", "threshold", "dihedral", "stages", "verification", "min_side",
+        "exif_transpose", "trim_borders", "hash_shards", "images_root", "images",
+        "embedding_similarity", "embedding_k", "embedding_only_ungrouped", "embedded_images",
+    }  # fmt: skip
+    assert fields == recorded
+    assert AuditParameters(method="dhash", threshold=4).recorded == ("method", "threshold")
