@@ -4,8 +4,8 @@ on only where it was tested (Pillow 10.4 to 13.x) and unless ``LEAKAUDIT_PILLOW_
 With the fast path off, :mod:`leakaudit.loading` decodes through Pillow's public API
 alone (``Image.open``, ``draft``, ``load``, ``convert``, ``reduce``, ``paste``,
 ``getexif``, ``tobytes``) and gives the same pixels, hashes and failures; only the
-time differs (about 1.3x the time of a small file, measured in the module's tests'
-benchmark note in ``docs/install.md``). What the fast path does:
+decode is slower (about 1.8x for a small JPEG or PNG: ``docs/install.md``, "Pillow's
+fast path"). What the fast path does:
 
 - Image cores (``im.im``) are passed around and pasted into one canvas per size
   instead of wrapping each in an ``Image`` (``paste_core``, ``core_of``,
