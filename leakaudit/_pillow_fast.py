@@ -232,7 +232,7 @@ def still_valid(known: KnownJpeg | KnownPng) -> bool:
     return not ImageFile.LOAD_TRUNCATED_IMAGES and known.max_image_pixels == Image.MAX_IMAGE_PIXELS
 
 
-def png_data_offset(im: Image.Image) -> int:
+def png_data_offset(im: ImageFile.ImageFile) -> int:
     """Where a PNG's first IDAT data starts, for 8 bits a sample (rawmode = mode); else 0."""
     tile = im.tile
     if im.format == "PNG" and len(tile) == 1 and tile[0][3] == im.mode:

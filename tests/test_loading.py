@@ -666,3 +666,13 @@ def test_known_png_header_is_only_a_plain_one() -> None:
         _pillow_fast._known_png = None
         _outcome(data, DecodeOptions())
         assert _pillow_fast._known_png is None
+
+
+def test_loading_and_the_modules_split_from_it_stay_small() -> None:
+    """Issue 26: no module over ~1,200 lines (loading.py was 1,864 before its split)."""
+    package = Path(loading.__file__).parent
+    sizes = {
+        name: len((package / name).read_text(encoding="utf-8").splitlines())
+        for name in ("loading.py", "_pillow_fast.py", "_trim.py", "_greyscale.py", "_jpegscan.py")
+    }
+    assert max(sizes.values()) <= 1200, sizes
