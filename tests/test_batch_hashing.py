@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from leakaudit import hashing, loading
+from leakaudit import _jpegscan, hashing, loading
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import hash_image, hash_sources
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
@@ -358,8 +358,8 @@ def test_orientation_shortcut_agrees_with_getexif() -> None:
 
 
 def _walked_alone(data: bytes) -> bool:
-    loading._last_jpeg_header = None  # forget the last header: a walk from the start
-    return loading._jpeg_scans_short(data)
+    _jpegscan._last_jpeg_header = None  # forget the last header: a walk from the start
+    return _jpegscan.jpeg_scans_short(data)
 
 
 def test_jpeg_scan_check_with_a_remembered_header() -> None:
@@ -383,7 +383,7 @@ def test_jpeg_scan_check_with_a_remembered_header() -> None:
         everything[::-1],
         [x for pair in zip(files, cut, flipped, strict=True) for x in pair],
     ):
-        answers = {id(data): loading._jpeg_scans_short(data) for data in order}
+        answers = {id(data): _jpegscan.jpeg_scans_short(data) for data in order}
         assert [answers[id(data)] for data in everything] == expected
 
 
@@ -392,9 +392,9 @@ def test_jpeg_scan_check_with_a_remembered_header() -> None:
 def test_scan_window_search(data: bytes, start: int, length: int) -> None:
     data = data.replace(b"\x01", b"\xff")  # plenty of 0xFF bytes
     stop = start + length
-    early = loading._SCAN_END.search(data, start, stop + 1)
+    early = _jpegscan._SCAN_END.search(data, start, stop + 1)
     expected = early is not None and early.start() < stop
-    assert loading._scan_ends_within(data, start, stop) == expected
+    assert _jpegscan._scan_ends_within(data, start, stop) == expected
 
 
 def test_small_files_read_whole(tmp_path: Path) -> None:

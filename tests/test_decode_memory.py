@@ -147,7 +147,7 @@ def test_wide_grey_conversion_is_unchanged_by_blocks(
     image = Image.fromarray(values.astype(dtype), mode=mode if mode != "I;16" else None)
     assert image.mode == mode
     whole = np.asarray(load_reduced_grey(image, decode=DecodeOptions(min_side=None)))
-    monkeypatch.setattr("leakaudit.loading._WIDE_BLOCK", 7)
+    monkeypatch.setattr("leakaudit._greyscale._WIDE_BLOCK", 7)
     blocks = np.asarray(load_reduced_grey(image, decode=DecodeOptions(min_side=None)))
     assert np.array_equal(whole, blocks)
     assert whole.max() > 200  # rescaled, not clipped or zeroed

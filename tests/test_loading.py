@@ -14,7 +14,7 @@ import PIL
 import pytest
 from PIL import Image, ImageFile
 
-from leakaudit import loading
+from leakaudit import _pillow_fast, loading
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import hash_image
 from leakaudit.loading import (
@@ -501,6 +501,11 @@ def test_decode_options_are_validated(
 # ------------------------------------------ JPEGs whose header Pillow has already read
 
 
+#: The known-header decode is the fast path's (leakaudit._pillow_fast); with it off
+#: (LEAKAUDIT_PILLOW_FAST=0, CI's second run) every file goes through Image.open.
+needs_fast_path = pytest.mark.skipif(not _pillow_fast.ENABLED, reason=_pillow_fast.STATUS)
+
+
 def _same_header_jpegs(size: tuple[int, int], quality: int) -> list[bytes]:
     """Good JPEGs of one encoder, size and quality (one header), and broken copies of them."""
     photos = [imagegen.photo_like(seed, size) for seed in range(4)]
@@ -524,7 +529,7 @@ def _same_header_jpegs(size: tuple[int, int], quality: int) -> list[bytes]:
 
 
 def _general_path(data: bytes, options: DecodeOptions) -> tuple[object, ...] | str:
-    loading._known_jpeg = None  # forget the header: Pillow opens this file itself
+    _pillow_fast._known_jpeg = None  # forget the header: Pillow opens this file itself
     return _outcome(data, options)
 
 
@@ -538,6 +543,7 @@ def _outcome(data: bytes, options: DecodeOptions) -> tuple[object, ...] | str:
     return pixels.shape, pixels.tobytes(), box, notes, [str(w.message) for w in caught]
 
 
+@needs_fast_path
 @pytest.mark.parametrize(
     ("size", "quality", "options"),
     [
@@ -553,24 +559,26 @@ def test_known_jpeg_header_decodes_as_pillow_does(
 ) -> None:
     files = _same_header_jpegs(size, quality)
     expected = [_general_path(data, options) for data in files]
-    loading._known_jpeg = None
+    _pillow_fast._known_jpeg = None
     got = [_outcome(data, options) for data in files]  # from the second file on: known
-    assert loading._known_jpeg is not None and files[1].startswith(loading._known_jpeg.header)
+    known = _pillow_fast._known_jpeg
+    assert known is not None and files[1].startswith(known.header)
     assert got == expected
     assert any(isinstance(outcome, str) for outcome in expected)  # failures were tried too
 
 
+@needs_fast_path
 def test_known_jpeg_header_is_only_a_plain_one(photo: Image.Image) -> None:
     exif = Image.Exif()
     exif[0x0112] = 6
     oriented = imagegen.encode(photo, "JPEG", exif=exif.tobytes())
-    loading._known_jpeg = None
+    _pillow_fast._known_jpeg = None
     first = _outcome(oriented, DecodeOptions())
-    assert loading._known_jpeg is None  # EXIF: every file of it goes through Pillow
+    assert _pillow_fast._known_jpeg is None  # EXIF: every file of it goes through Pillow
     assert _outcome(oriented, DecodeOptions()) == first
     plain = imagegen.encode(photo, "JPEG")
     _outcome(plain, DecodeOptions())
-    assert loading._known_jpeg is not None
+    assert _pillow_fast._known_jpeg is not None
 
 
 def test_known_jpeg_header_respects_pillow_settings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -578,7 +586,7 @@ def test_known_jpeg_header_respects_pillow_settings(monkeypatch: pytest.MonkeyPa
     options = DecodeOptions()
     monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
     expected = [_general_path(data, options) for data in files]
-    loading._known_jpeg = None
+    _pillow_fast._known_jpeg = None
     assert [_outcome(data, options) for data in files] == expected
 
 
@@ -619,6 +627,7 @@ def _same_header_pngs(mode: str, size: tuple[int, int]) -> list[bytes]:
     return files
 
 
+@needs_fast_path
 @pytest.mark.parametrize(
     ("mode", "size", "options"),
     [
@@ -633,25 +642,37 @@ def test_known_png_header_decodes_as_pillow_does(
     mode: str, size: tuple[int, int], options: DecodeOptions
 ) -> None:
     files = _same_header_pngs(mode, size)
-    loading._known_png = None
+    _pillow_fast._known_png = None
     expected = []
     for data in files:
-        loading._known_png = None
+        _pillow_fast._known_png = None
         expected.append(_outcome(data, options))
-    loading._known_png = None
+    _pillow_fast._known_png = None
     got = [_outcome(data, options) for data in files]
     if reduction_scale(*size, options.min_side) == 1:
-        assert loading._known_png is not None and files[1].startswith(loading._known_png.header)
+        known = _pillow_fast._known_png
+        assert known is not None and files[1].startswith(known.header)
     assert got == expected
     assert any(isinstance(outcome, str) for outcome in expected)
 
 
+@needs_fast_path
 def test_known_png_header_is_only_a_plain_one() -> None:
     low_bits = imagegen.encode(imagegen.photo_like(1, (32, 32)).convert("L"), "PNG", bits=2)
     if low_bits[24] != 2:  # the IHDR's bit depth
         pytest.skip(f"this Pillow ({PIL.__version__}) writes no 2-bit PNG")
     palette = imagegen.encode(imagegen.photo_like(1, (32, 32)).convert("P"), "PNG")
     for data in (low_bits, palette):
-        loading._known_png = None
+        _pillow_fast._known_png = None
         _outcome(data, DecodeOptions())
-        assert loading._known_png is None
+        assert _pillow_fast._known_png is None
+
+
+def test_loading_and_the_modules_split_from_it_stay_small() -> None:
+    """Issue 26: no module over ~1,200 lines (loading.py was 1,864 before its split)."""
+    package = Path(loading.__file__).parent
+    sizes = {
+        name: len((package / name).read_text(encoding="utf-8").splitlines())
+        for name in ("loading.py", "_pillow_fast.py", "_trim.py", "_greyscale.py", "_jpegscan.py")
+    }
+    assert max(sizes.values()) <= 1200, sizes
