@@ -11,7 +11,7 @@ from typing import cast
 import numpy as np
 from PIL import Image
 
-__all__ = ["to_grey"]
+__all__ = ["rgba_as_hashed", "to_grey"]
 
 _ALPHA_MODES = frozenset({"RGBA", "LA", "PA", "RGBa", "La"})
 _WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I", "F"})
@@ -106,3 +106,18 @@ def _background_luma(background: tuple[int, int, int]) -> int:
     # convert("L") of the same pixel composited in RGB.
     value = Image.new("RGB", (1, 1), background).convert("L").getpixel((0, 0))
     return int(cast("float", value))
+
+
+def rgba_as_hashed(im: Image.Image) -> Image.Image:
+    """``im`` in mode ``RGBA`` with the values the hashes saw.
+
+    Pillow's ``convert("RGBA")`` clips 16- and 32-bit grey to 255 (a 16-bit grey PNG
+    turns white) and cannot convert premultiplied ``La`` before Pillow 11; the hashes
+    rescale the one (:func:`_wide_grey_to_l`) and straighten the other, and so does
+    this. Colour modes convert as Pillow converts them.
+    """
+    if im.mode in _WIDE_GREY_MODES:
+        im = _wide_grey_to_l(im)
+    elif im.mode == "La":
+        im = _straight_la(im)
+    return im.convert("RGBA")

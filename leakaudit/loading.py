@@ -82,6 +82,7 @@ from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
 from leakaudit import _pillow_fast
+from leakaudit._greyscale import rgba_as_hashed
 from leakaudit._greyscale import to_grey as _to_grey
 from leakaudit._jpegscan import jpeg_scans_short as _jpeg_scans_short
 from leakaudit._jpegscan import last_jpeg_header
@@ -1109,18 +1110,3 @@ def _describe_decode_error(exc: Exception) -> str:
         if text
         else (f"cannot decode image ({type(exc).__name__})")
     )
-
-
-def rgba_as_hashed(im: Image.Image) -> Image.Image:
-    """``im`` in mode ``RGBA`` with the values the hashes saw.
-
-    Pillow's ``convert("RGBA")`` clips 16- and 32-bit grey to 255 (a 16-bit grey PNG
-    turns white) and cannot convert premultiplied ``La`` before Pillow 11; the hashes
-    rescale the one (:func:`_wide_grey_to_l`) and straighten the other, and so does
-    this. Colour modes convert as Pillow converts them.
-    """
-    if im.mode in _WIDE_GREY_MODES:
-        im = _wide_grey_to_l(im)
-    elif im.mode == "La":
-        im = _straight_la(im)
-    return im.convert("RGBA")
