@@ -677,6 +677,33 @@ def test_a_16_bit_grey_png_copy_of_a_photo_is_linked(tmp_path: Path) -> None:
     assert report.table["group_id"].nunique() == 1
 
 
+def _flat_photo(seed: int) -> Image.Image:
+    """A 400 x 300 photo with a plain dark area inside it (a night sky): flat on the
+    grid like a drawing, but a photo."""
+    from imagegen import textured_photo
+
+    pixels = np.asarray(textured_photo(seed, (400, 300)), dtype=np.float32).copy()
+    pixels[25:275, 30:370] = (14, 16, 18)
+    return Image.fromarray(pixels.astype(np.uint8))
+
+
+def test_a_toned_copy_of_a_flat_photo_is_linked_and_another_flat_photo_is_not() -> None:
+    """A large JPEG photo flat on the grid (the moon on black, a rocket on a plain sky)
+    counted as drawn, so colour vetoed its toned copies; its fine detail agreeing, a
+    global colour edit no longer does. Another picture with the same plain area does
+    not agree in detail and stays apart."""
+    from leakaudit.verify import _drawn
+
+    photo = _flat_photo(3)
+    sepia = _sepia(photo)
+    a, b = load_view(_jpeg(photo, 92), "a", DECODE), load_view(_jpeg(sepia, 92), "b", DECODE)
+    assert _drawn(a, b, None)  # the path under test: flat on the grid
+    assert _verdict(_jpeg(photo, 92), _jpeg(sepia, 92)).accepted
+    assert _verdict(_jpeg(photo, 92), _jpeg(_channel_gain(photo), 92)).accepted
+    other = _sepia(_flat_photo(4))
+    assert not _verdict(_jpeg(photo, 92), _jpeg(other, 92)).accepted
+
+
 @pytest.mark.parametrize("size", [(320, 240), (32, 32)])
 def test_two_different_photos_are_not_linked_whatever_their_colours(
     tmp_path: Path, size: tuple[int, int]
