@@ -42,11 +42,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._evidence import COPY_KIND, PAIR_STAGES, TRANSITIVE
 from leakaudit._text import printable
 from leakaudit.copykind import copy_kind
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
-from leakaudit.report import COPY_KIND, TRANSITIVE, LeakageReport
+from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 
 __all__ = [
@@ -104,8 +105,6 @@ PAIR_COLUMNS = [
 #: this many per member lists a spanning set in the pairs table, not every pair: 10,000
 #: copies of one image would be 50M rows (``listed`` is then ``"spanning"``).
 SPANNING_PAIRS_PER_MEMBER = 25
-#: Values of the pairs table's ``stage`` column, cheapest evidence first.
-PAIR_STAGES = ("exact bytes", "hash", "dihedral hash", "embedding", "transitive")
 GROUP_COLUMNS = [
     "group_id",
     "kind",

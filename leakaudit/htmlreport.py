@@ -25,13 +25,14 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, TRANSITIVE
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
 from leakaudit.distances import PairDistances, table_distances
 from leakaudit.export import PairKinds, evidence_text, split_table
 from leakaudit.hashing import popcount64
 from leakaudit.policy import DEFAULT_THRESHOLDS
-from leakaudit.report import EDGE_COLUMNS, TRANSITIVE, LeakageReport
+from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 
 __all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
@@ -269,13 +270,12 @@ def _histogram_svg(counts: NDArray[np.int64], threshold: int | None) -> str:
     return "".join(parts)
 
 
-# Stages with a colour of their own (any other stage name is shown, escaped, in grey).
-_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding")
 _TRANSITIVE_BADGE = "transitive: linked only through same-split chains"
 
 
 def _stage_class(stage: object) -> str:
-    return f"ev-{stage}" if stage in _STAGES else "ev-other"
+    # Stages with a colour of their own (any other stage name is shown, escaped, in grey).
+    return f"ev-{stage}" if stage in EDGE_STAGES else "ev-other"
 
 
 def _evidence_attribute(evidence: object) -> str:
