@@ -49,7 +49,6 @@ LEAKED_GROUP_COLUMNS = [
 ]
 
 
-
 class LargeGroupWarning(UserWarning):
     """One duplicate group swallows a large share of a split (likely chaining)."""
 
