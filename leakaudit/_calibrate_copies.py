@@ -153,7 +153,8 @@ def plant_copies(
     seed: int = 0,
     decode: DecodeOptions | None = None,
 ) -> list[tuple[int, str, bytes]]:
-    """The copies :func:`~leakaudit.calibrate.calibrate_threshold` plants of ``sample`` (its ``result.sample``).
+    """The copies :func:`~leakaudit.calibrate.calibrate_threshold` plants of ``sample`` (its
+    ``result.sample``).
 
     Parameters
     ----------

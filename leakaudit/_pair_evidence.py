@@ -329,7 +329,8 @@ def pair_stages(
     low: NDArray[np.bool_],
     similarity: NDArray[np.float64],
 ) -> NDArray[Any]:
-    """The cheapest stage that links each pair directly (see :func:`leakaudit.export.pair_table`)."""
+    """The cheapest stage that links each pair directly (see
+    :func:`leakaudit.export.pair_table`)."""
     stage = np.full(len(a), "transitive", dtype=object)
     stage[~np.isnan(similarity)] = "embedding"
     if limit is not None:

@@ -492,7 +492,8 @@ def _open_address_finder(
 
 
 class DenseBand:
-    """One band of a plan, bucketed for :func:`leakaudit.search._dense_links` (grouping dense, clumpy data)."""
+    """One band of a plan, bucketed for ``leakaudit.search._dense_links`` (grouping dense,
+    clumpy data)."""
 
     def __init__(
         self,
