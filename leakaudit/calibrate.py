@@ -37,19 +37,24 @@ look-alikes (and unrelated pairs), not duplicates.
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from PIL import Image, ImageEnhance, ImageOps
+from PIL import Image
 
+from leakaudit._calibrate_copies import TRANSFORMS, CopyTransform, plant_copies
+from leakaudit._calibrate_copies import copies_of as _copies_of
+from leakaudit._calibrate_copies import open_for_copies as _open_for_copies
+from leakaudit._calibrate_result import DEFAULT_AUDIT as _DEFAULT_AUDIT
+from leakaudit._calibrate_result import LIKELY_DUPLICATE_DISTANCE as _LIKELY_DUPLICATE_DISTANCE
+from leakaudit._calibrate_result import LOOKALIKE_NEIGHBOURS, CalibrationResult
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._text import first_few
 from leakaudit._validation import check_choice, check_int, describe
@@ -73,8 +78,6 @@ __all__ = [
 #: Fewest usable (readable, non-blank) images a calibration accepts.
 MIN_CALIBRATION_IMAGES = 10
 
-#: Nearest unrelated neighbours taken per sample image as its look-alike negatives.
-LOOKALIKE_NEIGHBOURS = 3
 # Look-alike pairs named in the warning and the text.
 _LOOKALIKE_EXAMPLES = 3
 
@@ -87,16 +90,6 @@ class LookAlikeWarning(UserWarning):
     """
 
 
-# Copies are made from the image as displayed, reduced to at most this many pixels on
-# its long side: the hashes only look at a 32 x 32 thumbnail (decoded from >= 64 px),
-# and encoding a dozen full-size copies of 12-megapixel photos would dominate the run.
-_WORK_SIDE = 512
-# Pairs of sample images whose pHash and dHash both lie within this distance are
-# almost certainly duplicates the dataset already holds (what the audit is for: on
-# real photos not one unrelated pair in 4.5M came within 8 on both), not unrelated
-# images; counting them as false pairs would drag the threshold down to 0. They are
-# listed in the result instead.
-_LIKELY_DUPLICATE_DISTANCE = 4
 # Bits kept between the recommended threshold and the sample's closest unrelated pair.
 _MARGIN = 2
 _PERCENTILES: tuple[tuple[str, float], ...] = (
@@ -105,365 +98,8 @@ _PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p5", 0.05),
     ("median", 0.5),
 )
-#: What the default audit is, in words (the one the headline recommendation is about).
-_DEFAULT_AUDIT = (
-    "what leakaudit scan and audit_splits run: phash+dhash, mirrors and turns matched, "
-    "every candidate pair verified"
-)
 _NO_MATCH = 65  # distance given to copies no hash can link (unreadable or blank copies)
 _ROW_BLOCK = 512  # rows of the unrelated-pairs distance matrix computed at once
-
-
-@dataclass(frozen=True)
-class CopyTransform:
-    """One kind of planted near-duplicate.
-
-    Attributes
-    ----------
-    name : str
-        Short label used in the tables (``"jpeg_q70"``).
-    description : str
-        What was done, in words.
-    apply : callable
-        ``(image, rng) -> image``.
-    format : str
-        Pillow format the copy is encoded in (``"JPEG"`` or ``"PNG"``).
-    quality : int
-        JPEG quality.
-    expected : bool
-        Whether the audit is expected to catch it; False keeps it out of the
-        recall a threshold is chosen by. Every transformation of
-        :data:`TRANSFORMS` is expected: mirror images are matched in the
-        canonical orientations the audit uses by default.
-    """
-
-    name: str
-    description: str
-    apply: Callable[[Image.Image, np.random.Generator], Image.Image]
-    format: str = "JPEG"
-    quality: int = 90
-    expected: bool = True
-
-
-def _same(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    return image
-
-
-def _half(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    size = (max(1, image.width // 2), max(1, image.height // 2))
-    return image.resize(size, Image.Resampling.LANCZOS)
-
-
-def _half_and_back(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    return _half(image, rng).resize(image.size, Image.Resampling.BICUBIC)
-
-
-def _crop(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    # 2-5% of each side removed, split at random between the two edges, resized back.
-    width, height = image.size
-    fraction = rng.uniform(0.02, 0.05)
-    left = rng.uniform(0, fraction) * width
-    top = rng.uniform(0, fraction) * height
-    box = (left, top, left + (1 - fraction) * width, top + (1 - fraction) * height)
-    return image.resize(image.size, Image.Resampling.LANCZOS, box=box)
-
-
-def _brightness(factor: float) -> Callable[[Image.Image, np.random.Generator], Image.Image]:
-    def apply(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-        return ImageEnhance.Brightness(image).enhance(factor)
-
-    return apply
-
-
-def _contrast(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    return ImageEnhance.Contrast(image).enhance(1.25)
-
-
-def _mirror(image: Image.Image, rng: np.random.Generator) -> Image.Image:
-    return image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-
-
-#: The near-duplicates made of every sample image (JPEG at quality 90 unless stated).
-TRANSFORMS: tuple[CopyTransform, ...] = (
-    CopyTransform("jpeg_q90", "JPEG re-encode, quality 90", _same, quality=90),
-    CopyTransform("jpeg_q70", "JPEG re-encode, quality 70", _same, quality=70),
-    CopyTransform("jpeg_q40", "JPEG re-encode, quality 40", _same, quality=40),
-    CopyTransform("png", "PNG round trip", _same, format="PNG"),
-    CopyTransform("resize_50", "resized to 50%", _half),
-    CopyTransform("resize_50_back", "resized to 50% and back", _half_and_back),
-    CopyTransform("crop_2-5%", "2-5% cropped off the edges, resized back", _crop),
-    CopyTransform("bright_+15%", "brightness +15%", _brightness(1.15)),
-    CopyTransform("bright_-15%", "brightness -15%", _brightness(0.85)),
-    CopyTransform("contrast_+25%", "contrast +25%", _contrast),
-    CopyTransform("hflip", "mirrored left-right", _mirror),
-)
-
-
-@dataclass
-class CalibrationResult:
-    """What :func:`calibrate_threshold` measured, and the thresholds it recommends.
-
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        One row per method and threshold: ``method, threshold, true_pairs_found,
-        false_pairs, precision, recall, recall_all, false_pairs_per_million``.
-        ``recall`` counts only the expected transformations (all of
-        :data:`TRANSFORMS`); ``recall_all`` counts every copy. Precision is over the mixed
-        set (original, copy) + (unrelated, unrelated) pairs.
-    per_transform : pandas.DataFrame
-        One row per method, threshold and transformation: ``method, threshold,
-        transform, expected, copies, found, recall``.
-    unrelated_distances : pandas.DataFrame
-        One row per method: ``method, pairs, min, p0.1, p1, p5, median``
-        (nearest-rank percentiles of the distance between unrelated images;
-        for "phash+dhash" the larger of the two distances).
-    copy_distances : pandas.DataFrame
-        One row per planted copy: ``original, transform, expected, phash,
-        dhash, phash+dhash`` (Hamming distance to its original).
-    recommended : dict of str to int
-        The recommended threshold per method.
-    explanation : str
-        Why, in words, one paragraph per method.
-    sample : list of str
-        The sampled images (the originals).
-    unreadable : dict of str to str
-        Files that could not be read (path -> reason); skipped.
-    n_blank : int
-        Blank (low-information) images left out of the sample.
-    likely_duplicates : list of tuple of str
-        Sample pairs so close on both hashes that they are taken for real
-        duplicates and left out of the unrelated pairs.
-    n_files : int
-        Image files the sample was drawn from.
-    max_false_pairs_per_million : float
-        The budget the recommendation honours.
-    lookalikes : pandas.DataFrame
-        The look-alike negatives: for each method, each sample image's
-        :data:`LOOKALIKE_NEIGHBOURS` nearest other sample images (its hardest
-        unrelated pairs), each pair once: ``method, image, neighbour,
-        distance``, closest first. ``table`` gives, per threshold,
-        ``lookalike_pairs``, ``lookalike_false_pairs`` (those within it) and
-        ``lookalike_false_rate``.
-    told_apart : list of tuple of str
-        Sample pairs close enough on both hashes to pass for duplicates that
-        the pixel check tells apart: counted as unrelated (and look-alikes),
-        not as duplicates.
-    lookalike_warning : str
-        The :class:`LookAlikeWarning` message when look-alikes are linked at
-        the default threshold; empty otherwise.
-    audit_per_transform : pandas.DataFrame
-        What the default audit (``audit_splits`` and ``leakaudit scan`` with
-        their defaults: phash+dhash, dihedral matching, verification) did with
-        the sample and its planted copies, one row per transformation:
-        ``transform, copies, found, recall`` (a copy is found when the audit
-        puts it in its original's group).
-    audit_false_links : list of tuple of str
-        Pairs of distinct sample images (not likely duplicates) the default
-        audit put in one group, directly or through their copies.
-    audit_options : dict
-        The recommended keyword arguments of :func:`~leakaudit.audit_splits`
-        and :func:`~leakaudit.audit_sources` (empty: the defaults).
-    audit_command : str
-        The same as ``leakaudit scan`` options (empty: the defaults).
-    headline : str
-        The recommendation for the default audit, in words.
-
-    The threshold tables (``table``, ``per_transform``, ``recommended``) are
-    for the bare threshold (``verify=False``, ``--no-verify``): a pair links
-    when its hashes are within the threshold, in the canonical orientations
-    the audit uses by default (so mirror images are found). The default audit
-    uses its candidate net and verification instead; its threshold only
-    decides pairs whose images cannot be read again.
-    """
-
-    table: pd.DataFrame
-    per_transform: pd.DataFrame
-    unrelated_distances: pd.DataFrame
-    copy_distances: pd.DataFrame
-    recommended: dict[str, int]
-    explanation: str
-    sample: list[str] = field(default_factory=list)
-    unreadable: dict[str, str] = field(default_factory=dict)
-    n_blank: int = 0
-    likely_duplicates: list[tuple[str, str]] = field(default_factory=list)
-    n_files: int = 0
-    max_false_pairs_per_million: float = 0.0
-    lookalikes: pd.DataFrame = field(
-        default_factory=lambda: pd.DataFrame(columns=["method", "image", "neighbour", "distance"])
-    )
-    told_apart: list[tuple[str, str]] = field(default_factory=list)
-    lookalike_warning: str = ""
-    audit_per_transform: pd.DataFrame = field(
-        default_factory=lambda: pd.DataFrame(columns=["transform", "copies", "found", "recall"])
-    )
-    audit_false_links: list[tuple[str, str]] = field(default_factory=list)
-    audit_options: dict[str, Any] = field(default_factory=dict)
-    audit_command: str = ""
-    headline: str = ""
-
-    @property
-    def audit_recall(self) -> float:
-        """The share of planted copies the default audit grouped with their original."""
-        copies = int(self.audit_per_transform["copies"].sum())
-        return int(self.audit_per_transform["found"].sum()) / copies if copies else math.nan
-
-    def bare_options(self, method: str = DEFAULT_METHOD) -> dict[str, Any]:
-        """The recommended bare-threshold audit of ``method``, as audit keyword arguments.
-
-        ``audit_splits(splits, **result.bare_options())`` is what
-        ``leakaudit scan ROOT`` + :func:`bare_flags` runs.
-        """
-        return {"method": method, "threshold": self.recommended[method], "verify": False}
-
-    @property
-    def n_unrelated_pairs(self) -> int:
-        """The number of unrelated pairs every false-pair rate is measured on."""
-        return (
-            int(self.unrelated_distances["pairs"].iloc[0]) if len(self.unrelated_distances) else 0
-        )
-
-    def to_text(self) -> str:
-        """Return the tables and the recommendation as readable text.
-
-        pHash distances are always even (32 of its 64 bits are set), so the
-        pHash table shows even thresholds only.
-        """
-        n = len(self.sample)
-        lines = [
-            f"Threshold calibration on {n} of {self.n_files} images "
-            f"({len(self.unreadable)} unreadable, {self.n_blank} blank left out), "
-            f"{len(self.copy_distances)} planted copies, "
-            f"{self.n_unrelated_pairs:,} unrelated pairs.",
-        ]
-        if self.likely_duplicates:
-            lines.append(
-                f"{len(self.likely_duplicates)} sample pair(s) look like real duplicates "
-                f"(both hashes within {_LIKELY_DUPLICATE_DISTANCE}) and were not counted as "
-                "unrelated:"
-            )
-            for first, second in self.likely_duplicates[:5]:
-                lines.append(f"  {first}  ~  {second}")
-            if len(self.likely_duplicates) > 5:
-                lines.append(f"  ... and {len(self.likely_duplicates) - 5} more")
-        if self.headline:
-            false = len(self.audit_false_links)
-            lines += [
-                "",
-                f"Default audit ({_DEFAULT_AUDIT}):",
-                f"  finds {self.audit_recall:.1%} of the planted copies; "
-                f"links {false} of the {self.n_unrelated_pairs:,} pairs of different sample "
-                "images" + (" (real duplicates or false links: check them)" if false else ""),
-            ]
-            for first, second in self.audit_false_links[:5]:
-                lines.append(f"  linked: {first}  ~  {second}")
-        lines += [
-            "",
-            "Bare threshold (--no-verify, verify=False): a pair links when both hashes are",
-            "within the threshold, in the audit's canonical orientations (mirrors, turns).",
-        ]
-        for method in self.table["method"].unique():
-            rows = self.table[self.table["method"] == method]
-            if method == "phash":
-                rows = rows[rows["threshold"] % 2 == 0]
-            chosen = self.recommended.get(str(method))
-            lines += [
-                "",
-                f"{method}, bare threshold"
-                + (" (both distances <= threshold)" if method == "phash+dhash" else ""),
-                "threshold  found copies  false pairs  precision  recall  false/1M",
-            ]
-            for row in rows.itertuples(index=False):
-                mark = "  <- recommended" if row.threshold == chosen else ""
-                lines.append(
-                    f"{row.threshold:9d} {row.true_pairs_found:13d} {row.false_pairs:12d} "
-                    f"{row.precision:10.1%} {row.recall:7.1%} "
-                    f"{row.false_pairs_per_million:9.1f}{mark}"
-                )
-        lines += [
-            "",
-            "Recall per transformation: the default audit, and each bare threshold at its "
-            "recommended value:",
-        ]
-        methods = list(self.recommended)
-        audit = self.audit_per_transform.set_index("transform")
-        lines.append(
-            f"{'transform':16s}{'default audit':>14s}"
-            + "".join(f"{f'{m} {self.recommended[m]}':>16s}" for m in methods)
-        )
-        for transform in TRANSFORMS:
-            cells = [
-                f"{audit.loc[transform.name, 'recall']:14.1%}"
-                if transform.name in audit.index
-                else f"{'-':>14s}"
-            ]
-            for method in methods:
-                hit = self.per_transform[
-                    (self.per_transform["method"] == method)
-                    & (self.per_transform["threshold"] == self.recommended[method])
-                    & (self.per_transform["transform"] == transform.name)
-                ]
-                cells.append(f"{hit['recall'].iloc[0]:16.1%}" if len(hit) else f"{'-':>16s}")
-            suffix = "" if transform.expected else "  (not in the bare recall)"
-            lines.append(f"{transform.name:16s}" + "".join(cells) + suffix)
-        lines += [
-            "",
-            "Distance between unrelated images in this dataset:",
-            f"{'method':12s} {'pairs':>10s} {'min':>5s} {'0.1%':>5s} {'1%':>5s} {'5%':>5s} "
-            f"{'median':>7s}",
-        ]
-        for row in self.unrelated_distances.to_dict("records"):
-            lines.append(
-                f"{row['method']:12s} {row['pairs']:10,d} {_cell(row['min']):>5s} "
-                f"{_cell(row['p0.1']):>5s} {_cell(row['p1']):>5s} {_cell(row['p5']):>5s} "
-                f"{_cell(row['median']):>7s}"
-            )
-        lines += self._lookalike_lines()
-        lines += ["", "Recommendation:"]
-        if self.headline:
-            lines += [self.headline, "", "With verification off (bare threshold):"]
-        lines.append(self.explanation)
-        return "\n".join(lines)
-
-    def _lookalike_lines(self) -> list[str]:
-        if "lookalike_pairs" not in self.table or not len(self.lookalikes):
-            return []
-        lines = [
-            "",
-            f"Look-alike negatives (each image's {LOOKALIKE_NEIGHBOURS} nearest other images, "
-            "the hardest unrelated pairs):",
-            f"{'method':12s} {'pairs':>7s} {'nearest':>8s} {'linked at default':>18s} "
-            f"{'linked at recommended':>22s}",
-        ]
-        for method in self.table["method"].unique():
-            rows = self.table[self.table["method"] == method].set_index("threshold")
-            mine = self.lookalikes[self.lookalikes["method"] == method]
-            cells = []
-            for threshold in (DEFAULT_THRESHOLDS.get(str(method)), self.recommended.get(method)):
-                if threshold is None or threshold not in rows.index:
-                    cells.append("-")
-                    continue
-                row = rows.loc[threshold]
-                cells.append(
-                    f"{int(row['lookalike_false_pairs'])} ({row['lookalike_false_rate']:.1%}) "
-                    f"at {threshold}"
-                )
-            nearest = str(int(mine["distance"].min())) if len(mine) else "-"
-            lines.append(
-                f"{method:12s} {int(rows['lookalike_pairs'].iloc[0]):7d} {nearest:>8s} "
-                f"{cells[0]:>18s} {cells[1]:>22s}"
-            )
-        if self.told_apart:
-            lines.append(
-                f"{len(self.told_apart)} sample pair(s) within {_LIKELY_DUPLICATE_DISTANCE} bits "
-                "on both hashes were told apart by the pixel check (different images, not "
-                "duplicates)."
-            )
-        return lines
-
-
-def _cell(value: Any) -> str:
-    return "-" if value is None or bool(pd.isna(value)) else str(value)
 
 
 # ------------------------------------------------------------------------------ sampling
@@ -485,32 +121,6 @@ def _image_paths(paths_or_folder: Any) -> list[str]:
         "paths_or_folder must be a folder or a list of image paths; "
         f"got {describe(paths_or_folder)}."
     )
-
-
-def _open_for_copies(path: str, options: DecodeOptions) -> Image.Image:
-    """Open ``path`` as displayed (EXIF orientation, flattened alpha), at most _WORK_SIDE px."""
-    with Image.open(path) as opened:
-        opened.draft("RGB", (_WORK_SIDE, _WORK_SIDE))
-        opened.seek(0)
-        image = ImageOps.exif_transpose(opened) if options.exif_transpose else opened.copy()
-    if image.mode in ("RGBA", "LA", "PA", "P"):
-        rgba = image.convert("RGBA")
-        canvas = Image.new("RGBA", rgba.size, (*options.background, 255))
-        image = Image.alpha_composite(canvas, rgba)
-    image = image.convert("RGB")
-    image.thumbnail((_WORK_SIDE, _WORK_SIDE), Image.Resampling.LANCZOS)
-    return image
-
-
-def _encode(image: Image.Image, transform: CopyTransform) -> bytes:
-    buffer = io.BytesIO()
-    if transform.format == "JPEG":
-        image.save(buffer, "JPEG", quality=transform.quality)
-    elif transform.format == "PNG":  # lossless at any level; the default level took 60 ms
-        image.save(buffer, "PNG", compress_level=1)
-    else:
-        image.save(buffer, transform.format)
-    return buffer.getvalue()
 
 
 @dataclass
@@ -976,50 +586,6 @@ def _make_copies(
     bar.close()
     sample.images.clear()
     return copies, np.array(origin, dtype=np.int64), kinds
-
-
-def _copies_of(image: Image.Image, index: int, seed: int) -> list[bytes]:
-    """The encoded copies of the ``index``-th sample image, one per :data:`TRANSFORMS`."""
-    return [
-        _encode(transform.apply(image, np.random.default_rng([seed, index, position])), transform)
-        for position, transform in enumerate(TRANSFORMS)
-    ]
-
-
-def plant_copies(
-    sample: Sequence[str | os.PathLike[str]],
-    *,
-    seed: int = 0,
-    decode: DecodeOptions | None = None,
-) -> list[tuple[int, str, bytes]]:
-    """The copies :func:`calibrate_threshold` plants of ``sample`` (its ``result.sample``).
-
-    Parameters
-    ----------
-    sample : sequence of path-like
-        The sampled images, in the sample's order.
-    seed : int, default 0
-        The calibration's seed.
-    decode : DecodeOptions, optional
-        The calibration's decoding policy.
-
-    Returns
-    -------
-    list of (int, str, bytes)
-        For each copy: its original's position in ``sample``, the
-        transformation's name, and the encoded file. Auditing the sample's
-        files and these bytes with ``result.audit_options`` reproduces
-        ``result.audit_per_transform``.
-    """
-    options = decode if decode is not None else DecodeOptions()
-    planted: list[tuple[int, str, bytes]] = []
-    for index, path in enumerate(sample):
-        copies = _copies_of(_open_for_copies(os.fspath(path), options), index, seed)
-        planted.extend(
-            (index, transform.name, data)
-            for transform, data in zip(TRANSFORMS, copies, strict=True)
-        )
-    return planted
 
 
 @dataclass

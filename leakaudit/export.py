@@ -29,12 +29,9 @@ images and 16k duplicate groups writes its CSV and JSON in about a second each.
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import json
 import math
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +39,26 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from leakaudit._text import printable
-from leakaudit.copykind import copy_kind
+from leakaudit._evidence import COPY_KIND, PAIR_STAGES
+from leakaudit._export_encoding import csv_safe as _csv_safe
+from leakaudit._export_encoding import encode_string as _encode_string
+from leakaudit._export_encoding import encode_value as _encode_value
+from leakaudit._export_encoding import holds_carriage_return as _holds_carriage_return
+from leakaudit._export_encoding import iter_records_json as _iter_records_json
+from leakaudit._export_encoding import json_ready as _json_ready
+from leakaudit._export_encoding import json_records as _records
+from leakaudit._pair_evidence import Chains as _Chains
+from leakaudit._pair_evidence import EdgeIndex as _EdgeIndex
+from leakaudit._pair_evidence import PairKinds, evidence_text
+from leakaudit._pair_evidence import Similarities as _Similarities
+from leakaudit._pair_evidence import copy_kinds as _copy_kinds
+from leakaudit._pair_evidence import digest_codes as _digest_codes
+from leakaudit._pair_evidence import hash_rule_evidence as _hash_rule_evidence
+from leakaudit._pair_evidence import pair_stages as _pair_stages
+from leakaudit._pair_evidence import require_table as _require_table
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
-from leakaudit.report import COPY_KIND, TRANSITIVE, LeakageReport
+from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 
 __all__ = [
@@ -104,8 +116,6 @@ PAIR_COLUMNS = [
 #: this many per member lists a spanning set in the pairs table, not every pair: 10,000
 #: copies of one image would be 50M rows (``listed`` is then ``"spanning"``).
 SPANNING_PAIRS_PER_MEMBER = 25
-#: Values of the pairs table's ``stage`` column, cheapest evidence first.
-PAIR_STAGES = ("exact bytes", "hash", "dihedral hash", "embedding", "transitive")
 GROUP_COLUMNS = [
     "group_id",
     "kind",
@@ -153,12 +163,6 @@ MATCH_EVIDENCE_COLUMNS = [*PAIR_EVIDENCE_COLUMNS, "via", PAIR_KIND_COLUMN]
 def _empty(columns: list[str]) -> pd.DataFrame:
     frame: pd.DataFrame = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     return frame
-
-
-def _require_table(report: LeakageReport) -> pd.DataFrame:
-    if report.table is None:
-        raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
-    return report.table
 
 
 def _leaked_ids(report: LeakageReport) -> set[Any]:
@@ -491,68 +495,6 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
     return result
 
 
-def _copy_kinds(
-    stage: NDArray[Any], distance: NDArray[Any], edges: _EdgeIndex, edge: NDArray[np.int64]
-) -> NDArray[Any]:
-    """:data:`PAIR_KIND_COLUMN` of pairs: ``stage`` by the hash rule (:func:`_pair_stages`),
-    ``edge`` each pair's verified edge (-1: none)."""
-    kinds = np.empty(len(stage), dtype=object)
-    worded: dict[tuple[Any, Any], str] = {}  # a table has few distinct (stage, distance)
-
-    def words(how: Any, bits: Any) -> str:
-        key = (how, bits)
-        if key not in worded:
-            worded[key] = copy_kind(how, distance=bits)
-        return worded[key]
-
-    for k, (how, bits, found) in enumerate(
-        zip(stage.tolist(), distance.tolist(), edge.tolist(), strict=True)
-    ):
-        if how == "exact bytes":
-            kinds[k] = words(how, None)
-        elif found >= 0:
-            told = edges.kind[found]
-            kinds[k] = (
-                told
-                if isinstance(told, str) and told
-                else words(edges.stage[found], edges.distance[found])
-            )
-        else:
-            kinds[k] = words(TRANSITIVE if edges.present else how, bits)
-    return kinds
-
-
-class PairKinds:
-    """:data:`PAIR_KIND_COLUMN` of any row pairs of one report, as the pairs table words them.
-
-    Built once per report (its distances and verified pairs indexed), then called
-    with arrays of row pairs, e.g. each group card of the HTML report.
-    """
-
-    def __init__(self, report: LeakageReport, distances: PairDistances | None = None) -> None:
-        table = _require_table(report)
-        self.distances = distances or PairDistances.of_report(report, table)
-        self.digests = _digest_codes(table)
-        self.low = _low_information(table)
-        self.similar = _Similarities(report)
-        self.edges = _EdgeIndex(report.edges)
-
-    def __call__(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[Any]:
-        """The phrase of each pair ``(a[k], b[k])`` (rows of the report's table, valid ones)."""
-        distance = self.distances(a, b)
-        stage = _pair_stages(
-            a,
-            b,
-            self.distances.plain(a, b),
-            distance,
-            self.distances.limit(a, b),
-            self.digests,
-            self.low,
-            self.similar.lookup(a, b),
-        )
-        return _copy_kinds(stage, distance, self.edges, self.edges.lookup(a, b))
-
-
 def _text_column(values: NDArray[Any]) -> pd.Series:
     """``values`` as pandas infers them, or as objects where it cannot.
 
@@ -575,247 +517,6 @@ def _splits_and_paths(table: pd.DataFrame) -> tuple[NDArray[Any], NDArray[Any]]:
         else pd.Series(np.arange(len(table))).astype(str).to_numpy(dtype=object)
     )
     return splits, paths
-
-
-def _digest_codes(table: pd.DataFrame) -> NDArray[np.int64]:
-    """One code per distinct ``digest`` (-1 where missing), so equal digests compare as ints."""
-    if "digest" not in table:
-        return np.full(len(table), -1, dtype=np.int64)
-    digests = table["digest"].astype(object).where(table["digest"].notna(), None)
-    codes, _ = pd.factorize(digests.to_numpy(), use_na_sentinel=True)
-    result: NDArray[np.int64] = codes.astype(np.int64)
-    return result
-
-
-class _PairKeys:
-    """Unordered row pairs as sorted integer keys ``low * scale + high``, for lookups."""
-
-    def __init__(self, keys: NDArray[np.int64], scale: int) -> None:
-        self.keys = keys  # ascending, unique
-        self.scale = scale
-
-    @classmethod
-    def empty(cls) -> _PairKeys:
-        return cls(np.zeros(0, dtype=np.int64), 0)
-
-    def positions(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The place in ``keys`` of each pair ``(a[k], b[k])``; -1 where it is not there."""
-        result = np.full(len(a), -1, dtype=np.int64)
-        if not len(self.keys) or not len(a):
-            return result
-        low, high = np.minimum(a, b), np.maximum(a, b)
-        inside = np.flatnonzero(high < self.scale)
-        keys = low[inside] * self.scale + high[inside]
-        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        found = self.keys[at] == keys
-        result[inside[found]] = at[found]
-        return result
-
-    def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The pairs with both rows among ``rows`` (ascending), as positions in ``rows``."""
-        if not len(self.keys):
-            return np.zeros((0, 2), dtype=np.int64)
-        low, high = self.keys // self.scale, self.keys % self.scale
-        inside = np.isin(low, rows) & np.isin(high, rows)
-        return np.stack(
-            [np.searchsorted(rows, low[inside]), np.searchsorted(rows, high[inside])], axis=1
-        ).astype(np.int64)
-
-
-class _Similarities:
-    """Cosines of the pairs the embedding stage linked, looked up by row pair.
-
-    Where the stage reports a pair twice, the last value counts (as in a dict
-    built from its pairs in order).
-    """
-
-    def __init__(self, report: LeakageReport) -> None:
-        self.pairs = _PairKeys.empty()
-        self.values = np.zeros(0, dtype=np.float64)
-        pairs = getattr(report, "embedding_pairs", None)
-        if pairs is None or len(pairs) == 0:
-            return
-        row_a = pairs["row_a"].to_numpy(dtype=np.int64)
-        row_b = pairs["row_b"].to_numpy(dtype=np.int64)
-        low, high = np.minimum(row_a, row_b), np.maximum(row_a, row_b)
-        scale = int(high.max()) + 1
-        keys = low * scale + high
-        # np.unique gives each key's first place in the reversed list: its last in the stage's.
-        unique, last = np.unique(keys[::-1], return_index=True)
-        self.pairs = _PairKeys(unique, scale)
-        self.values = pairs["similarity"].to_numpy(dtype=np.float64)[::-1][last]
-
-    def lookup(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
-        """The similarity of each pair ``(a[k], b[k])``; NaN where the stage did not link it."""
-        at = self.pairs.positions(a, b)
-        result = np.full(len(a), np.nan, dtype=np.float64)
-        result[at >= 0] = self.values[at[at >= 0]]
-        return result
-
-    def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The linked pairs with both rows among ``rows`` (ascending), as positions in ``rows``."""
-        return self.pairs.within(rows)
-
-
-class _EdgeIndex:
-    """The verified pairs of ``report.edges``, looked up by row pair.
-
-    Where a pair is given twice (a pixel edge and an embedding edge), the
-    stronger counts.
-    """
-
-    def __init__(self, edges: pd.DataFrame | None) -> None:
-        self.present = edges is not None
-        self.pairs = _PairKeys.empty()
-        self.index = np.zeros(0, dtype=np.int64)
-        n = 0 if edges is None else len(edges)
-        self.row_a = np.zeros(n, dtype=np.int64)
-        self.row_b = np.zeros(n, dtype=np.int64)
-        self.stage = np.zeros(n, dtype=object)
-        self.kind = np.full(n, None, dtype=object)
-        self.distance = np.full(n, np.nan)
-        self.similarity = np.full(n, np.nan)
-        self.inliers = np.full(n, np.nan)
-        self.strength = np.zeros(n)
-        if edges is None or n == 0:
-            return
-        row_a = edges["row_a"].to_numpy(dtype=np.int64)
-        row_b = edges["row_b"].to_numpy(dtype=np.int64)
-        self.row_a, self.row_b = np.minimum(row_a, row_b), np.maximum(row_a, row_b)
-        self.stage = edges["stage"].astype(object).to_numpy()
-        if COPY_KIND in edges:
-            self.kind = edges[COPY_KIND].astype(object).to_numpy()
-        self.distance = _numbers(edges["distance"])
-        self.distance[self.distance < 0] = np.nan  # -1: only crop or rotation entries matched
-        self.similarity = _numbers(edges["similarity"])
-        self.inliers = _numbers(edges["inliers"])
-        self.inliers[self.inliers < 0] = np.nan
-        self.strength = np.nan_to_num(_numbers(edges["strength"]), nan=0.0)
-        scale = int(self.row_b.max()) + 1
-        keys = self.row_a * scale + self.row_b
-        order = np.lexsort((-self.strength, keys))  # by key, the strongest first
-        first = np.r_[True, keys[order][1:] != keys[order][:-1]]
-        self.pairs = _PairKeys(keys[order][first], scale)
-        self.index = order[first]
-
-    def lookup(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The edge of each pair ``(a[k], b[k])`` (a position in ``edges``); -1 where none."""
-        at = self.pairs.positions(a, b)
-        result = np.full(len(a), -1, dtype=np.int64)
-        result[at >= 0] = self.index[at[at >= 0]]
-        return result
-
-    def within(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The edges with both rows among ``rows`` (ascending), as positions in ``rows``."""
-        return self.pairs.within(rows)
-
-    def columns(self, found: NDArray[np.int64]) -> dict[str, Any]:
-        """:data:`PAIR_EVIDENCE_COLUMNS` of the pairs whose edges are ``found`` (-1: none)."""
-        direct = found >= 0
-        take = np.where(direct, found, 0)
-
-        def pick(values: NDArray[Any], missing: Any) -> NDArray[Any]:
-            if not len(values):
-                return np.full(len(found), missing, dtype=values.dtype)
-            return np.where(direct, values[take], missing)
-
-        inliers = pick(self.inliers, np.nan)
-        return {
-            "direct": direct,
-            "evidence": pick(self.stage, TRANSITIVE).astype(object),
-            "evidence_similarity": pick(self.similarity, np.nan).astype(float),
-            "inliers": pd.array(
-                [pd.NA if np.isnan(v) else int(v) for v in inliers.tolist()], dtype="Int64"
-            ),
-            "evidence_strength": pick(self.strength, 0.0).astype(float),
-        }
-
-
-def _numbers(column: pd.Series) -> NDArray[np.float64]:
-    """``column`` as floats, missing values (None, NA, NaN) as NaN."""
-    numbers = pd.Series(pd.to_numeric(column, errors="coerce"), dtype="Float64")
-    values: NDArray[np.float64] = np.array(
-        numbers.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64
-    )
-    return values
-
-
-def _present(value: Any) -> bool:
-    return (
-        value is not None
-        and value is not pd.NA
-        and not (isinstance(value, float) and math.isnan(value))
-    )
-
-
-def evidence_text(
-    stage: Any,
-    *,
-    distance: Any = None,
-    similarity: Any = None,
-    inliers: Any = None,
-) -> str:
-    """Describe a verified pair's evidence in a few words (text, to be escaped by the caller).
-
-    Parameters
-    ----------
-    stage : str
-        The stage that accepted the pair (a value of ``report.edges["stage"]``),
-        or ``"transitive"``.
-    distance, similarity, inliers : number, optional
-        The pair's hash distance, the pixel check's (or the embedding's)
-        similarity and the geometric check's inlier count; missing ones are left out.
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> evidence_text("pixels", distance=6, similarity=0.934)
-    'pixels: similarity 0.93, distance 6 bits'
-    >>> evidence_text("geometry", inliers=57, distance=None)
-    'geometry: 57 inliers'
-    >>> evidence_text("bytes", distance=0)
-    'bytes: identical files'
-    """
-    name = str(stage)
-    if name == "bytes":
-        return "bytes: identical files"
-    if name == TRANSITIVE:
-        return "transitive: no verified pair links them directly"
-    parts = []
-    if _present(similarity) and name in ("pixels", "geometry", "registered", "embedding"):
-        label = "cosine" if name == "embedding" else "similarity"
-        parts.append(f"{label} {float(similarity):.2f}")
-    if _present(inliers) and float(inliers) >= 0:
-        parts.append(f"{int(inliers)} inliers")
-    if _present(distance) and float(distance) >= 0:
-        parts.append(f"distance {int(distance)} bits")
-    return name + (": " + ", ".join(parts) if parts else "")
-
-
-def _pair_stages(
-    a: NDArray[np.int64],
-    b: NDArray[np.int64],
-    plain: NDArray[np.int64],
-    distance: NDArray[np.int64],
-    limit: NDArray[np.int64] | int | None,
-    digests: NDArray[np.int64],
-    low: NDArray[np.bool_],
-    similarity: NDArray[np.float64],
-) -> NDArray[Any]:
-    """The cheapest stage that links each pair directly (see :func:`pair_table`)."""
-    stage = np.full(len(a), "transitive", dtype=object)
-    stage[~np.isnan(similarity)] = "embedding"
-    if limit is not None:
-        # Low-information rows never link by hash, only by identical bytes.
-        hashable = ~low[a] & ~low[b]
-        linked = (distance <= limit) & hashable
-        stage[linked] = "dihedral hash"
-        stage[linked & (plain <= limit)] = "hash"
-    stage[(digests[a] >= 0) & (digests[a] == digests[b])] = "exact bytes"
-    return stage
 
 
 def group_table(report: LeakageReport) -> pd.DataFrame:
@@ -1060,148 +761,12 @@ def leak_matches(
     return frame
 
 
-def _low_information(table: pd.DataFrame) -> NDArray[np.bool_]:
-    low: NDArray[np.bool_] = (
-        table["low_information"].fillna(False).to_numpy(dtype=bool)
-        if "low_information" in table
-        else np.zeros(len(table), dtype=bool)
-    )
-    return low
-
-
-def _hash_rule_evidence(
-    report: LeakageReport,
-    table: pd.DataFrame,
-    distances: PairDistances,
-    a: NDArray[np.int64],
-    b: NDArray[np.int64],
-) -> dict[str, Any]:
-    """:data:`PAIR_EVIDENCE_COLUMNS` of pairs by the hash rule (a report without edges)."""
-    low = _low_information(table)
-    similarity = _Similarities(report).lookup(a, b)
-    stage = _pair_stages(
-        a,
-        b,
-        distances.plain(a, b),
-        distances(a, b),
-        distances.limit(a, b),
-        _digest_codes(table),
-        low,
-        similarity,
-    )
-    return {
-        "direct": stage != TRANSITIVE,
-        "evidence": stage,
-        "evidence_similarity": similarity,
-        "inliers": pd.array([pd.NA] * len(a), dtype="Int64"),
-        "evidence_strength": np.full(len(a), np.nan),
-    }
-
-
-class _Chains:
-    """The graph of verified pairs, for the shortest chains between images."""
-
-    def __init__(self, edges: _EdgeIndex) -> None:
-        self.neighbours: dict[int, list[int]] = {}
-        for a, b in zip(edges.row_a.tolist(), edges.row_b.tolist(), strict=True):
-            self.neighbours.setdefault(a, []).append(b)
-            self.neighbours.setdefault(b, []).append(a)
-
-    def nearest(self, sources: list[int]) -> dict[int, tuple[int, int]]:
-        """Each image reachable from ``sources``: (links to the nearest source, that source)."""
-        reached = {source: (0, source) for source in sources}
-        queue = collections.deque(sources)
-        while queue:
-            node = queue.popleft()
-            steps, origin = reached[node]
-            for neighbour in self.neighbours.get(node, ()):
-                if neighbour not in reached:
-                    reached[neighbour] = (steps + 1, origin)
-                    queue.append(neighbour)
-        return reached
-
-
 def _member_index(table: pd.DataFrame) -> tuple[Any, NDArray[Any], NDArray[Any]]:
     """Return (row positions grouped by group_id, split per row, path per row as str)."""
     positions = pd.Series(np.arange(len(table)), index=table.index)
     by_group = positions.groupby(table["group_id"].to_numpy())
     splits, paths = _splits_and_paths(table)
     return by_group, splits, paths
-
-
-def _plain(value: Any) -> Any:
-    """Return ``value`` as a plain Python scalar for ``json``."""
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-# Lone surrogates: in a str they can only stand for undecodable bytes (os.fsdecode's
-# surrogateescape) or other broken text; strict JSON parsers reject them.
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def _json_text(text: str) -> str:
-    """``text`` with each lone surrogate written as :func:`~leakaudit._text.printable` does.
-
-    An undecodable byte of a non-UTF-8 file name becomes the four characters
-    ``\\xNN``; everything else is kept (``json`` escapes control characters
-    itself).
-    """
-    if _SURROGATES.search(text) is None:
-        return text
-    return _SURROGATES.sub(lambda match: printable(match.group()), text)
-
-
-def _json_ready(value: Any) -> Any:
-    """``value`` with NaN/inf (not valid JSON) as None and text made strict, recursively."""
-    if isinstance(value, str):
-        return _json_text(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {
-            _json_ready(k) if isinstance(k, str) else k: _json_ready(v) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_json_ready(v) for v in value]
-    return value
-
-
-def _column_values(column: pd.Series) -> tuple[list[Any], bool]:
-    """The column as the values its records hold, and whether they are all text or None.
-
-    Plain Python values, missing and non-finite ones as None, text made
-    strict (:func:`_json_ready`).
-    """
-    dtype = column.dtype
-    if isinstance(dtype, np.dtype) and dtype.kind in "biu":
-        values: list[Any] = column.to_numpy().tolist()
-        return values, False
-    if isinstance(dtype, np.dtype) and dtype.kind == "f":
-        array = column.to_numpy()
-        values = array.tolist()
-        for index in np.flatnonzero(~np.isfinite(array)).tolist():
-            values[index] = None
-        return values, False
-    objects = column.astype(object)
-    values = objects.where(objects.notna(), None).tolist()
-    if pd.api.types.infer_dtype(values, skipna=True) == "string":
-        # Only a surrogate needs a change, and most columns hold none: one search for all.
-        if _SURROGATES.search("".join(filter(None, values))) is None:
-            return values, True
-        return [None if v is None else _json_text(v) for v in values], True
-    return [_json_ready(_plain(v)) for v in values], False
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    # Column by column, not frame.to_dict: a Python call per cell cost seconds on 100k rows.
-    # Not frame.to_json either: its encoder refuses the surrogates of non-UTF-8 file names.
-    keys = [_json_text(str(key)) for key in frame.columns]
-    if not keys:
-        return [{} for _ in range(len(frame))]
-    columns = [_column_values(frame.iloc[:, i])[0] for i in range(frame.shape[1])]
-    return [dict(zip(keys, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 def _report_tables(report: LeakageReport, *, include_images: bool) -> dict[str, pd.DataFrame]:
@@ -1242,71 +807,6 @@ def report_dict(report: LeakageReport, *, include_images: bool = True) -> dict[s
     for key, frame in _report_tables(report, include_images=include_images).items():
         data[key] = _records(frame)
     return data
-
-
-# Rows encoded per step when writing the tables: bounds the text held at once.
-_JSON_CHUNK_ROWS = 20_000
-# What ``json.dumps(..., indent=2)`` (ensure_ascii) writes for a string.
-_encode_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
-
-
-def _encode_value(value: Any, newline: str) -> str:
-    """JSON of one JSON-ready value, as ``json.dumps(..., indent=2)`` nests it at ``newline``."""
-    if isinstance(value, str):
-        return _encode_string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float):
-        return float.__repr__(value)
-    return json.dumps(value, indent=2).replace("\n", newline)
-
-
-def _encoded_column(column: pd.Series, newline: str) -> list[str]:
-    """JSON of each value of ``column`` in a record nested at ``newline``."""
-    dtype = column.dtype
-    if isinstance(dtype, np.dtype) and dtype.kind == "b":
-        encoded: list[str] = np.where(column.to_numpy(), "true", "false").tolist()
-        return encoded
-    if isinstance(dtype, np.dtype) and dtype.kind in "iu":
-        return [int.__repr__(v) for v in column.to_numpy().tolist()]
-    values, text = _column_values(column)
-    if isinstance(dtype, np.dtype) and dtype.kind == "f":
-        return ["null" if v is None else float.__repr__(v) for v in values]
-    if text:
-        if None not in values:
-            return list(map(_encode_string, values))
-        return ["null" if v is None else _encode_string(v) for v in values]
-    return [_encode_value(v, newline) for v in values]
-
-
-def _iter_records_json(frame: pd.DataFrame) -> Iterator[str]:
-    """The text of ``frame`` as a list of records, one level into the document (``indent=2``).
-
-    What ``json.dumps`` writes for :func:`_records`, without building the
-    records: column by column, a chunk of rows at a time.
-    """
-    if not len(frame):
-        yield "[]"
-        return
-    keys = [_encode_string(_json_text(str(key))) for key in frame.columns]
-    # A record is a dict at level 2, its values at level 3.
-    template = "{" + ",".join(f"\n      {key.replace('%', '%%')}: %s" for key in keys) + "\n    }"
-    if not keys:
-        template = "{}"
-    yield "["
-    for start in range(0, len(frame), _JSON_CHUNK_ROWS):
-        part = frame.iloc[start : start + _JSON_CHUNK_ROWS]
-        columns = [_encoded_column(part.iloc[:, i], "\n      ") for i in range(part.shape[1])]
-        rows = zip(*columns, strict=True) if columns else (() for _ in range(len(part)))
-        records = [template % row for row in rows]
-        yield ("\n    " if start == 0 else ",\n    ") + ",\n    ".join(records)
-    yield "\n  ]"
 
 
 def _iter_report_json(report: LeakageReport) -> Iterator[str]:
@@ -1358,66 +858,6 @@ def csv_paths(path: str | Path) -> dict[str, Path]:
         "groups": sibling(f"{stem}.groups.csv"),
         "splits": sibling(f"{stem}.splits.csv"),
     }
-
-
-# What spreadsheet tools read as the start of a formula (OWASP, "CSV injection").
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _defused(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
-# A formula start after the separator ``_may_hold_formulas`` joins cells with.
-_JOINED_FORMULA = re.compile("\x00[=+\\-@\t\r]")
-
-
-def _may_hold_formulas(values: NDArray[Any]) -> bool:
-    """False when no cell of ``values`` starts like a formula; True when one may.
-
-    One search over the cells joined (a check per cell costs seconds on 100k
-    rows); a separator inside a cell can only make it answer True.
-    """
-    present = values[pd.notna(values)].tolist()
-    if pd.api.types.infer_dtype(present, skipna=False) not in ("string", "empty"):
-        return True
-    return _JOINED_FORMULA.search("\x00" + "\x00".join(present)) is not None
-
-
-def _is_text(dtype: Any) -> bool:
-    if isinstance(dtype, pd.CategoricalDtype):
-        return _is_text(dtype.categories.dtype)
-    return (isinstance(dtype, np.dtype) and dtype.kind == "O") or isinstance(dtype, pd.StringDtype)
-
-
-def _csv_safe(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool | list[str]]:
-    """``frame`` with text cells that a spreadsheet would run as a formula defused, and its header.
-
-    Only text columns are looked at (a negative number stays a number).
-    """
-    names = [str(name) for name in frame.columns]
-    header: bool | list[str] = True
-    if any(name.startswith(_FORMULA_STARTS) for name in names):
-        header = [_defused(name) for name in names]
-    safe = frame
-    for index, dtype in enumerate(frame.dtypes.tolist()):
-        if not _is_text(dtype):
-            continue
-        values = frame.iloc[:, index].to_numpy(dtype=object)
-        if not _may_hold_formulas(values):
-            continue
-        risky = [isinstance(v, str) and v.startswith(_FORMULA_STARTS) for v in values]
-        if not any(risky):
-            continue
-        if safe is frame:
-            safe = frame.copy()
-        changed = values.copy()
-        for row in np.flatnonzero(risky).tolist():
-            changed[row] = "'" + changed[row]
-        safe.isetitem(index, pd.Series(changed, index=frame.index, dtype=object))
-    return safe, header
 
 
 def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
@@ -1473,17 +913,3 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
             terminator = "\r\n" if _holds_carriage_return(safe) else "\n"
             safe.to_csv(handle, index=False, header=header, lineterminator=terminator)
     return [targets[name] for name, _ in frames]
-
-
-def _holds_carriage_return(frame: pd.DataFrame) -> bool:
-    """Whether a text cell or a column name of ``frame`` holds a carriage return."""
-    if any("\r" in str(name) for name in frame.columns):
-        return True
-    for index, dtype in enumerate(frame.dtypes.tolist()):
-        if not _is_text(dtype):
-            continue
-        values = frame.iloc[:, index].to_numpy(dtype=object)
-        present = [value for value in values[pd.notna(values)].tolist() if isinstance(value, str)]
-        if "\r" in "".join(present):
-            return True
-    return False

@@ -16,7 +16,6 @@ import io
 import os
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,20 +24,21 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, TRANSITIVE
+from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_neighbour_distances
+from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
+from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
-from leakaudit.distances import PairDistances, table_distances
+from leakaudit.distances import PairDistances
 from leakaudit.export import PairKinds, evidence_text, split_table
 from leakaudit.hashing import popcount64
 from leakaudit.policy import DEFAULT_THRESHOLDS
-from leakaudit.report import EDGE_COLUMNS, TRANSITIVE, LeakageReport
+from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 
 __all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
 
-# Query rows x all rows per block of the nearest-neighbour brute force (uint64 elements): 2 MB,
-# which stays in cache (measured twice as fast on 100k images as 32 MB blocks).
-_NN_BLOCK_ELEMENTS = 1 << 18
 # Badge colours, one per split in order (colour-blind-friendly Okabe-Ito, darkened for white text).
 _PALETTE = ("#0066aa", "#c05a00", "#007a5a", "#a0307a", "#5a5a00", "#4a4a9a", "#8a3a1a", "#336")
 
@@ -51,93 +51,6 @@ def _e(value: object) -> str:
 def _q(value: object) -> str:
     """An escaped, double-quoted attribute value."""
     return f'"{_e(value)}"'
-
-
-@dataclass(frozen=True)
-class NearestNeighbourDistances:
-    """Each sampled image's distance to its nearest other image.
-
-    Attributes
-    ----------
-    distances : ndarray of int64
-        One distance per query image.
-    n_images : int
-        Images eligible (readable, not low-information).
-    exact : bool
-        True when every eligible image was a query; otherwise a random sample
-        of them was, each still compared against all eligible images.
-    """
-
-    distances: NDArray[np.int64]
-    n_images: int
-    exact: bool
-
-
-def nearest_neighbour_distances(
-    report: LeakageReport, *, sample: int = 2000, seed: int = 0
-) -> NearestNeighbourDistances:
-    """Compute nearest-neighbour distances by a chunked brute force.
-
-    The distance is the one the threshold applies to (for ``phash+dhash``
-    the larger of the two). Unreadable and low-information images (whose
-    hashes carry no meaning) take no part. With more than ``sample`` eligible
-    images, a seeded random sample of ``sample`` of them is queried against
-    all of them: the cost is ``sample * n`` comparisons, linear in ``n``.
-
-    Parameters
-    ----------
-    report : LeakageReport
-        An audit with its table.
-    sample : int, default 2000
-        Largest number of query images.
-    seed : int, default 0
-        Seed of the sample.
-
-    Returns
-    -------
-    NearestNeighbourDistances
-    """
-    sample = check_int("sample", sample, 1)
-    table = report.table
-    if table is None:
-        raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
-    columns, valid = table_distances(table, report.parameters.method)
-    return _nearest_neighbours(table, columns, valid, sample=sample, seed=seed)
-
-
-def _nearest_neighbours(
-    table: pd.DataFrame,
-    columns: list[NDArray[np.uint64]],
-    valid: NDArray[np.bool_],
-    *,
-    sample: int,
-    seed: int,
-) -> NearestNeighbourDistances:
-    """:func:`nearest_neighbour_distances` on hash columns already parsed."""
-    valid = valid.copy()
-    if "low_information" in table:
-        valid &= ~table["low_information"].fillna(False).astype(bool).to_numpy()
-    rows = np.flatnonzero(valid)
-    hashes = [values[rows] for values in columns]
-    n = len(rows)
-    if n < 2:
-        return NearestNeighbourDistances(np.zeros(0, dtype=np.int64), n, True)
-    exact = n <= sample
-    queries = (
-        np.arange(n)
-        if exact
-        else np.sort(np.random.default_rng(seed).choice(n, size=sample, replace=False))
-    )
-    nearest = np.empty(len(queries), dtype=np.int64)
-    step = max(1, _NN_BLOCK_ELEMENTS // n)
-    for q0 in range(0, len(queries), step):
-        block = queries[q0 : q0 + step]
-        distance = np.zeros((len(block), n), dtype=np.uint8)
-        for values in hashes:
-            np.maximum(distance, popcount64(values[block, None] ^ values[None, :]), out=distance)
-        distance[np.arange(len(block)), block] = 255  # an image is not its own neighbour
-        nearest[q0 : q0 + step] = distance.min(axis=1)
-    return NearestNeighbourDistances(nearest, n, exact)
 
 
 def _thumbnail(path: str, size: int) -> str | None:
@@ -212,69 +125,12 @@ def _histogram_section(
     return head + note + _histogram_svg(counts, threshold) + "</section>"
 
 
-def _histogram_svg(counts: NDArray[np.int64], threshold: int | None) -> str:
-    highest = int(np.flatnonzero(counts).max())
-    top = min(64, max(highest, (threshold or 0) + 4, 16))
-    width, height, left, bottom, pad = 880, 250, 50, 40, 10
-    bar_w = (width - left - pad) / (top + 1)
-    scale = np.log10(1 + counts[: top + 1].astype(float))
-    peak = max(1.0, float(np.ceil(scale.max())))
-    plot_h = height - bottom - pad
-    parts = [
-        f'<svg class="hist" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="{width}" height="{height}" role="img" '
-        'aria-label="histogram of nearest-neighbour distances">'
-    ]
-    # Gridlines at 1, 10, 100, ... images (bar height is log10(1 + count)).
-    power = 0
-    while np.log10(1 + 10**power) <= peak:
-        y = pad + plot_h - plot_h * np.log10(1 + 10**power) / peak
-        parts.append(
-            f'<line x1="{left}" x2="{width - pad}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-            f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">'
-            f"{10**power:,}</text>"
-        )
-        power += 1
-    for d in range(top + 1):
-        x = left + d * bar_w
-        h = plot_h * scale[d] / peak
-        linked = threshold is not None and d <= threshold
-        parts.append(
-            f'<rect x="{x + 1:.1f}" y="{pad + plot_h - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
-            f'height="{h:.1f}" class="{"linked" if linked else "apart"}">'
-            f"<title>distance {d}: {int(counts[d])} image(s)</title></rect>"
-        )
-        if d % 4 == 0 or (d == top and d % 4 >= 2):
-            parts.append(
-                f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom + 16}" class="tick" '
-                f'text-anchor="middle">{d}</text>'
-            )
-    beyond = int(counts[top + 1 :].sum())
-    if threshold is not None and threshold <= top:
-        x = left + (threshold + 1) * bar_w
-        parts.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{pad + plot_h}" class="cut"/>'
-            f'<text x="{x + 4:.1f}" y="{pad + 12}" class="cutlabel">threshold '
-            f"{threshold}</text>"
-        )
-    parts.append(
-        f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" '
-        'text-anchor="middle">distance to the nearest other image</text>'
-        f'<text x="12" y="{pad + plot_h / 2:.0f}" class="tick" text-anchor="middle" '
-        f'transform="rotate(-90 12 {pad + plot_h / 2:.0f})">images</text></svg>'
-    )
-    if beyond:
-        parts.append(f"<p>{beyond} image(s) have their nearest neighbour beyond {top}.</p>")
-    return "".join(parts)
-
-
-# Stages with a colour of their own (any other stage name is shown, escaped, in grey).
-_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding")
 _TRANSITIVE_BADGE = "transitive: linked only through same-split chains"
 
 
 def _stage_class(stage: object) -> str:
-    return f"ev-{stage}" if stage in _STAGES else "ev-other"
+    # Stages with a colour of their own (any other stage name is shown, escaped, in grey).
+    return f"ev-{stage}" if stage in EDGE_STAGES else "ev-other"
 
 
 def _evidence_attribute(evidence: object) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS, TRANSITIVE
 from leakaudit._parameters import AuditParameters
 from leakaudit._text import printable
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
@@ -48,17 +49,6 @@ LEAKED_GROUP_COLUMNS = [
     "evidence",
     "evidence_strength",
 ]
-
-#: Columns of :attr:`LeakageReport.edges`: the verified pairs that built the groups.
-EDGE_COLUMNS = ["row_a", "row_b", "stage", "distance", "similarity", "inliers", "strength"]
-#: An optional column of :attr:`LeakageReport.edges` (after :data:`EDGE_COLUMNS`): what
-#: kind of copy the pair is, in words (:func:`leakaudit.copykind.copy_kind`). Edges
-#: without it (made by hand, byte copies, the embedding stage) are described by stage.
-COPY_KIND = "copy_kind"
-
-#: What a group's ``evidence`` says when no verified pair joins two of its splits
-#: directly: its splits are joined only through members of one split.
-TRANSITIVE = "transitive"
 
 
 class LargeGroupWarning(UserWarning):

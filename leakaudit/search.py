@@ -78,20 +78,38 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import math
 import os
 import warnings
-from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from leakaudit._memory import return_freed_memory
+from leakaudit._search_buckets import BLOCK_ELEMENTS as _BLOCK_ELEMENTS
+from leakaudit._search_buckets import Batcher as _Batcher
+from leakaudit._search_buckets import Components, as_hash_array, band_keys, pairs_within_brute_force
+from leakaudit._search_buckets import DenseBand as _DenseBand
+from leakaudit._search_buckets import Second as _Second
+from leakaudit._search_buckets import apart as _apart
+from leakaudit._search_buckets import brute_unique_pairs as _brute_unique_pairs
+from leakaudit._search_buckets import bucket_finder as _bucket_finder
+from leakaudit._search_buckets import concat_ranges as _concat_ranges
+from leakaudit._search_buckets import flip_masks_by_top_bit as _flip_masks_by_top_bit
+from leakaudit._search_buckets import map_ordered as _map_ordered
+from leakaudit._search_buckets import owner_offsets as _owner_offsets
+from leakaudit._search_buckets import size_class as _size_class
+from leakaudit._search_buckets import sort_band as _sort_band
+from leakaudit._search_compiled import compiled_layout as _compiled_layout
+from leakaudit._search_compiled import compiled_links as _compiled_links
+from leakaudit._search_plan import DIRECT_TABLE_MAX_BITS as _DIRECT_TABLE_MAX_BITS
+from leakaudit._search_plan import HASH_BITS as _BITS
+from leakaudit._search_plan import SearchPlan, choose_plan
+from leakaudit._search_plan import band_radii as _radii  # noqa: F401  (tests use search._radii)
+from leakaudit._search_plan import contiguous_masks as _contiguous_masks  # noqa: F401  (tests)
 from leakaudit._validation import check_choice, check_int, usable_cpu_count
 from leakaudit.hashing import popcount64
 
@@ -105,12 +123,6 @@ __all__ = [
     "worker_threads",
 ]
 
-_BITS = 64
-# Elements per block of the brute force and per candidate window: 4M uint64 = 32 MB, which keeps the
-# peak memory bounded while each numpy call still amortises its overhead.
-_BLOCK_ELEMENTS = 1 << 22
-# Bands this wide or narrower use a direct-address table (2**24 int32 = 64 MB at most).
-_DIRECT_TABLE_MAX_BITS = 24
 # Probed keys per numpy call: flip masks sharing a top bit are batched up to this many keys.
 _PROBE_ELEMENTS = 1 << 18
 # Candidate pairs per verification window: small enough that the window's arrays stay in cache.
@@ -131,9 +143,6 @@ _KERNEL_TASKS_PER_THREAD = 64
 # Compiled band search: pairs per worker buffer (16 bytes each), grown when a bucket needs more.
 _KERNEL_BUFFER_PAIRS = 1 << 16
 _ENGINES = ("auto", "numba", "numpy")
-# Worker threads' freed memory is handed back to the system after this many tasks (see
-# leakaudit._memory): each call costs well under a millisecond.
-_TRIM_EVERY = 16
 # Grouping: a plan is searched by _dense_links when its first band's buckets hold more than
 # this many pairs per value (clumpy data).
 _DENSE_PAIRS_PER_VALUE = 4
@@ -143,86 +152,6 @@ _FIRST_CHUNK = 1 << 12
 _PER_MEMBER_MAX = 4
 # Bucket pairs of at most this many members a side are compared as padded blocks (_block_pairs).
 _BLOCK_MAX = 48
-_SAMPLE_SIZE = 1024
-_GREEDY_SAMPLE_SIZE = 128
-# Rough cost of choose_plan's sampling and greedy layouts, in seconds.
-_PLANNING_SECONDS = 0.3
-
-# Rough costs, in nanoseconds per element, measured on one core with numpy 2.x; only their ratios
-# matter for choosing a plan.
-_COST_BRUTE_PAIR = 2.0
-_COST_KEY = 60.0  # per hash per band: key extraction, stable sort, bucket boundaries
-_COST_PROBE = 6.0  # per probed key per flip mask (direct table)
-_COST_PROBE_SORTED = 60.0  # per probed key per flip mask (binary search, bands over 24 bits)
-_COST_TABLE = 1.0  # per direct-table slot
-_COST_CANDIDATE = 25.0  # per candidate pair: expansion, gather, xor, popcount
-_COST_MASK = 40_000.0  # fixed Python/numpy overhead per flip mask
-
-
-def as_hash_array(hashes: object, *, name: str = "hashes") -> NDArray[np.uint64]:
-    """Return ``hashes`` as a 1-D ``uint64`` array, checking its type.
-
-    ``int64`` input is reinterpreted bit for bit (pandas often stores 64-bit hashes that way);
-    other integer arrays are converted when no value is negative.
-
-    Examples
-    --------
-    >>> as_hash_array([1, 2, 3]).dtype
-    dtype('uint64')
-    """
-    array = np.asarray(hashes)
-    if array.ndim == 1 and array.size == 0:
-        return np.zeros(0, dtype=np.uint64)
-    if array.ndim != 1 or array.dtype.kind not in "ui":
-        raise TypeError(
-            f"{name} must be a 1-D array of uint64; got a {array.ndim}-D array of {array.dtype}."
-        )
-    if array.dtype == np.uint64:
-        return array
-    if array.dtype == np.int64:
-        return array.view(np.uint64)
-    if array.dtype.kind == "i" and bool((array < 0).any()):
-        raise ValueError(f"{name} must be a 1-D array of uint64; got negative values.")
-    return array.astype(np.uint64)
-
-
-def pairs_within_brute_force(hashes: NDArray[np.uint64], threshold: int) -> NDArray[np.int64]:
-    """Return every pair of rows whose hashes differ in at most ``threshold`` bits, comparing all.
-
-    This is the reference implementation: quadratic time, but memory stays bounded because rows are
-    compared in blocks of about four million pairs.
-
-    Parameters
-    ----------
-    hashes : ndarray of uint64, shape (n,)
-        One 64-bit perceptual hash per row.
-    threshold : int
-        Largest Hamming distance (inclusive), in ``[0, 64]``.
-
-    Returns
-    -------
-    ndarray of int64, shape (k, 2)
-        Row pairs ``(i, j)`` with ``i < j``, sorted lexicographically.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> hashes = np.array([0b0000, 0b0011, 0b1111, 0b0000], dtype=np.uint64)
-    >>> pairs_within_brute_force(hashes, 2).tolist()
-    [[0, 1], [0, 3], [1, 2], [1, 3]]
-    """
-    h = as_hash_array(hashes)
-    t = check_int("threshold", threshold, 0, _BITS)
-    n = h.size
-    found: list[NDArray[np.int64]] = [np.zeros((0, 2), dtype=np.int64)]
-    rows = max(1, _BLOCK_ELEMENTS // max(n, 1))
-    for i0 in range(0, n, rows):
-        i1 = min(n, i0 + rows)
-        distance = popcount64(h[i0:i1, None] ^ h[None, i0:])
-        ii, jj = np.nonzero(distance <= t)
-        upper = jj > ii  # column jj is row i0 + jj, so this keeps j > i
-        found.append(np.stack((ii[upper] + i0, jj[upper] + i0), axis=1).astype(np.int64))
-    return np.concatenate(found)
 
 
 def iter_pairs_within(
@@ -285,7 +214,7 @@ def _iter_row_pairs(
     # Identical hashes: every pair of rows sharing a value.
     positions = np.arange(h.size, dtype=np.int64)
     ends = np.repeat(starts + counts, counts)
-    for owner, offset in _expand(ends - positions - 1, _BLOCK_ELEMENTS):
+    for owner, offset in _owner_offsets(ends - positions - 1, _BLOCK_ELEMENTS):
         yield from batcher.add(order[owner], order[owner + 1 + offset])
 
     # Distinct values within the threshold, expanded to all their rows.
@@ -295,7 +224,7 @@ def _iter_row_pairs(
         if bool((ca == 1).all()) and bool((cb == 1).all()):
             yield from batcher.add(order[starts[a]], order[starts[b]])
             continue
-        for owner, offset in _expand(ca * cb, _BLOCK_ELEMENTS):
+        for owner, offset in _owner_offsets(ca * cb, _BLOCK_ELEMENTS):
             rows_a = order[starts[a[owner]] + offset // cb[owner]]
             rows_b = order[starts[b[owner]] + offset % cb[owner]]
             yield from batcher.add(rows_a, rows_b)
@@ -346,120 +275,8 @@ def pairs_within(
     return np.stack((keys // n, keys % n), axis=1)
 
 
-class _Batcher:
-    """Collect pair arrays and hand them out in chunks of at most ``size`` rows."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.parts: list[NDArray[np.int64]] = []
-        self.count = 0
-
-    def add(self, a: NDArray[np.int64], b: NDArray[np.int64]) -> Iterator[NDArray[np.int64]]:
-        if a.size == 0:
-            return
-        pair = np.empty((a.size, 2), dtype=np.int64)
-        np.minimum(a, b, out=pair[:, 0])
-        np.maximum(a, b, out=pair[:, 1])
-        self.parts.append(pair)
-        self.count += a.size
-        if self.count >= self.size:
-            yield from self._drain(final=False)
-
-    def flush(self) -> Iterator[NDArray[np.int64]]:
-        yield from self._drain(final=True)
-
-    def _drain(self, *, final: bool) -> Iterator[NDArray[np.int64]]:
-        if not self.parts:
-            return
-        merged = self.parts[0] if len(self.parts) == 1 else np.concatenate(self.parts)
-        full = merged.shape[0] // self.size * self.size
-        for start in range(0, full, self.size):
-            yield merged[start : start + self.size]
-        rest = merged[full:]
-        self.parts = [rest] if rest.shape[0] else []
-        self.count = rest.shape[0]
-        if final and rest.shape[0]:
-            self.parts, self.count = [], 0
-            yield rest
-
-
-def _expand(
-    sizes: NDArray[np.int64], window: int
-) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-    """Enumerate ``(owner, offset)`` for ``offset in range(sizes[owner])``, in bounded windows.
-
-    This is the vectorised form of ``for owner, s in enumerate(sizes): for offset in range(s)``,
-    used to expand bucket pairs into candidate pairs without a Python loop and without ever holding
-    more than about ``window`` of them (one huge bucket, e.g. of blank images, can stand for
-    billions).
-    """
-    sizes = sizes.astype(np.int64, copy=False)
-    total = int(sizes.sum())
-    if total == 0:
-        return
-    if total <= window:
-        owner = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
-        first = np.cumsum(sizes) - sizes
-        yield owner, np.arange(total, dtype=np.int64) - first[owner]
-        return
-    ends = np.cumsum(sizes)
-    for low in range(0, total, window):
-        index = np.arange(low, min(total, low + window), dtype=np.int64)
-        owner = np.searchsorted(ends, index, side="right").astype(np.int64)
-        yield owner, index - (ends[owner] - sizes[owner])
-
-
 # --------------------------------------------------------------------------------------------------
 # The index over distinct values
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """How the distinct hashes are searched: brute force, or bands with radii.
-
-    Attributes
-    ----------
-    band_masks : tuple of int
-        One 64-bit mask per band (disjoint); empty for the brute force.
-    radii : tuple of int
-        Search radius of each band; ``sum(r + 1 for r in radii) > threshold``.
-    estimated_seconds : float
-        The cost model's estimate, for diagnostics and benchmarks.
-    """
-
-    band_masks: tuple[int, ...]
-    radii: tuple[int, ...]
-    estimated_seconds: float = 0.0
-
-    @property
-    def brute_force(self) -> bool:
-        """Whether this plan compares all pairs of distinct values."""
-        return not self.band_masks
-
-    def describe(self) -> str:
-        """Return a one-line summary, e.g. ``"3 bands: 22b r1, 21b r1, 21b r1"``."""
-        if self.brute_force:
-            return "brute force"
-        parts = [
-            f"{bin(m).count('1')}b r{r}" for m, r in zip(self.band_masks, self.radii, strict=True)
-        ]
-        return f"{len(parts)} bands: " + ", ".join(parts)
-
-
-@dataclass(frozen=True)
-class _Second:
-    """A second hash a pair must also agree on: one value per searched value, and its threshold.
-
-    Candidates are found through the first hash's bands and checked on both hashes before they
-    leave the search, so pairs that fail the second hash are never materialised.
-    """
-
-    values: NDArray[np.uint64]
-    threshold: int
-
-    def close(self, a: NDArray[np.uint64], b: NDArray[np.uint64]) -> NDArray[np.bool_]:
-        within: NDArray[np.bool_] = popcount64(a ^ b) <= self.threshold
-        return within
 
 
 def _second_of(
@@ -497,21 +314,6 @@ def iter_unique_pairs(
     return _search(
         unique, threshold, plan, None, _second_of(unique, second, second_threshold), threads
     )
-
-
-class Components(Protocol):
-    """What the search may ask of a union-find being filled from its output (see grouping).
-
-    ``version`` changes whenever components merge; ``roots()`` returns each value's current root
-    (as of the last merge; equal roots always mean one component); ``sync()`` merges every pair
-    yielded so far, so that the search can prune with them at once.
-    """
-
-    version: int
-
-    def roots(self) -> NDArray[np.int64]: ...
-
-    def sync(self) -> None: ...
 
 
 def iter_linking_pairs(
@@ -594,7 +396,17 @@ def _search(
         # Single-hash clumpy data goes to the dense passes below (numpy), as on that path.
         if second is not None or not _is_dense_counts(np.diff(layout[0]), n):
             workers = _thread_count(threads, compiled=True)
-            links = _compiled_links(kernels, unique, threshold, plan, second, layout, workers)
+            links = _compiled_links(
+                kernels,
+                unique,
+                threshold,
+                plan,
+                second,
+                layout,
+                workers,
+                tasks_per_thread=_KERNEL_TASKS_PER_THREAD,
+                buffer_pairs=_KERNEL_BUFFER_PAIRS,
+            )
             del layout  # the generator holds it until its first band is searched, then drops it
             yield from links
             return
@@ -734,215 +546,6 @@ def _compiled_kernels(engine: str, n: int) -> ModuleType | None:
     return _kernels
 
 
-def _band_lookup(mask: int) -> NDArray[np.int64]:
-    """``lookup[byte, b]``: the band-key bits of byte value ``b`` at byte ``byte`` (band_keys)."""
-    bits = _mask_bits(mask)
-    values = np.arange(256, dtype=np.int64)
-    lookup = np.zeros((8, 256), dtype=np.int64)
-    for dest, bit in enumerate(bits):
-        lookup[bit // 8] |= ((values >> (bit % 8)) & 1) << dest
-    return lookup
-
-
-# Positions in a band (bucket starts, value order): int32 below this many values.
-_INT32_POSITIONS = 2**31 - 16
-_Positions = NDArray[np.int32] | NDArray[np.int64]
-_Layout = tuple[_Positions, _Positions, NDArray[np.uint64], NDArray[np.uint64]]
-
-
-def _compiled_layout(
-    kernels: ModuleType, unique: NDArray[np.uint64], mask: int, second: _Second | None
-) -> _Layout:
-    """One band's bucket table, order and hashes in band order (:func:`_kernels.band_layout`).
-
-    The table and the order are int32 when the values allow it: 20 MB less at 1M values in a
-    22-bit band, in the arrays that set the search's peak memory.
-    """
-    values = np.ascontiguousarray(unique)
-    others = values if second is None else np.ascontiguousarray(second.values)
-    positions = np.int32 if values.size < _INT32_POSITIONS else np.int64
-    start_of = np.zeros((1 << bin(mask).count("1")) + 1, dtype=positions)
-    order = np.empty(values.size, dtype=positions)
-    in_order = kernels.band_layout(values, others, _band_lookup(mask), start_of, order)
-    return start_of, order, in_order[0], in_order[1]
-
-
-def _compiled_links(
-    kernels: ModuleType,
-    unique: NDArray[np.uint64],
-    t: int,
-    plan: SearchPlan,
-    second: _Second | None,
-    first_layout: _Layout,
-    threads: int,
-) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-    """Links of a banded plan from the compiled kernels: the pairs that join two components.
-
-    Per band: a counting sort by band key (:func:`_kernels.band_layout`), then ranges of band
-    keys searched on the worker threads (:func:`_kernels.band_links`; every bucket against
-    itself and its flip-mask partners, both hashes checked), their pairs merged in task order
-    on this thread into a union-find (:func:`_kernels.merge_links`), which keeps the pairs that
-    join two components: at most one less than the values, all within both thresholds.
-    Memory: the union-find (8 bytes per value) and, for the band being searched, its order and
-    both hashes in band order (20 bytes per value with int32 positions), plus its key table
-    (4 bytes per key with int32 positions) and the worker buffers (1 MB each, two per thread);
-    a band's arrays are all freed before the next band is laid out.
-    """
-    n = unique.size
-    parent = np.arange(n, dtype=np.int64)
-    second_limit = _BITS if second is None else second.threshold
-    layout: _Layout | None = first_layout
-    del first_layout
-    for mask, radius in zip(plan.band_masks, plan.radii, strict=True):
-        if layout is None:
-            layout = _compiled_layout(kernels, unique, mask, second)
-        start_of, order, values, others = layout
-        layout = None
-        width = bin(mask).count("1")
-        flips = _flip_masks_by_top_bit(width, radius)
-        masks = np.concatenate(flips).astype(np.int64)
-        tops = np.repeat(np.arange(width, dtype=np.int64), [f.size for f in flips])
-        largest = _largest_bucket(start_of)
-        capacity = max(_KERNEL_BUFFER_PAIRS, 2 * largest)
-        keys = 1 << width
-        span = max(256, keys // (_KERNEL_TASKS_PER_THREAD * threads))
-
-        def search_keys(
-            key_low: int,
-            key_high: int,
-            start_of: _Positions = start_of,
-            values: NDArray[np.uint64] = values,
-            others: NDArray[np.uint64] = others,
-            masks: NDArray[np.int64] = masks,
-            tops: NDArray[np.int64] = tops,
-            capacity: int = capacity,
-        ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-            """Pairs among the buckets of keys ``key_low..key_high-1`` (positions in band order).
-
-            A full buffer is cut down to a spanning forest of its pairs, and doubled when that
-            does not free half of it: memory stays bounded even for a bucket of near copies.
-            """
-            state = np.zeros(kernels.STATE_SIZE, dtype=np.int64)
-            left = np.empty(capacity, dtype=np.int64)
-            right = np.empty(capacity, dtype=np.int64)
-            count = 0
-            while True:
-                count += kernels.band_links(
-                    key_low,
-                    key_high,
-                    start_of,
-                    masks,
-                    tops,
-                    values,
-                    others,
-                    t,
-                    second_limit,
-                    state,
-                    left[count:],
-                    right[count:],
-                )
-                if state[0] == kernels.DONE:
-                    return left[:count], right[:count]
-                count = kernels.spanning_links(left, right, count)
-                if 2 * count > left.size:
-                    left = np.concatenate((left, np.empty(left.size, dtype=np.int64)))
-                    right = np.concatenate((right, np.empty(right.size, dtype=np.int64)))
-
-        tasks = ((low, min(keys, low + span)) for low in range(0, keys, span))
-        left = right = np.empty(0, dtype=np.int64)
-        for left, right in _map_ordered(search_keys, tasks, threads):
-            kept = kernels.merge_links(parent, order, left, right, left.size)
-            if kept:
-                yield left[:kept].copy(), right[:kept].copy()
-        # The band's arrays are also held by search_keys' defaults and the last task's buffers:
-        # all must go before the next band is laid out (about 60 MB at 1M values).
-        del start_of, order, values, others, search_keys, tasks, left, right
-        return_freed_memory()
-
-
-def _largest_bucket(start_of: _Positions) -> int:
-    """The most members of one bucket, from a table of bucket starts, in slices.
-
-    ``np.diff`` of the whole table would be a second table (32 MB for a 22-bit band).
-    """
-    step = 1 << 16
-    largest = 0
-    for low in range(0, start_of.size - 1, step):
-        piece = start_of[low : low + step + 1]
-        largest = max(largest, int((piece[1:] - piece[:-1]).max()))
-    return largest
-
-
-def _brute_unique_pairs(
-    unique: NDArray[np.uint64], t: int, second: _Second | None = None
-) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-    n = unique.size
-    rows = max(1, _BLOCK_ELEMENTS // n)
-    for i0 in range(0, n, rows):
-        i1 = min(n, i0 + rows)
-        distance = popcount64(unique[i0:i1, None] ^ unique[None, i0:])
-        ii, jj = np.nonzero(distance <= t)
-        upper = jj > ii
-        a, b = ii[upper].astype(np.int64) + i0, jj[upper].astype(np.int64) + i0
-        if second is not None and a.size:
-            close = second.close(second.values[a], second.values[b])
-            a, b = a[close], b[close]
-        if a.size:
-            yield a, b
-
-
-def _mask_bits(mask: int) -> list[int]:
-    return [bit for bit in range(_BITS) if mask >> bit & 1]
-
-
-def band_keys(unique: NDArray[np.uint64], mask: int) -> NDArray[np.uint64]:
-    """Gather the bits of ``mask`` of each hash into a compact key (band bit k -> key bit k).
-
-    Works a byte at a time through 256-entry lookup tables: eight small, cache-resident gathers
-    per band instead of one shift-and-mask pass per bit.
-    """
-    bits = _mask_bits(mask)
-    octets = unique.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
-    keys = np.zeros(unique.size, dtype=np.uint64)
-    values = np.arange(256, dtype=np.uint64)
-    for byte in range(8):
-        moves = [(bit - 8 * byte, dest) for dest, bit in enumerate(bits) if bit // 8 == byte]
-        if not moves:
-            continue
-        lookup = np.zeros(256, dtype=np.uint64)
-        for source, dest in moves:
-            lookup |= ((values >> np.uint64(source)) & np.uint64(1)) << np.uint64(dest)
-        keys |= lookup[octets[:, byte]]
-    return keys
-
-
-def _flip_masks_by_top_bit(width: int, radius: int) -> list[NDArray[np.uint64]]:
-    """For each key bit ``h``, the flip masks of 1..radius bits whose highest set bit is ``h``."""
-    by_top: list[NDArray[np.uint64]] = []
-    for top in range(width):
-        masks = [1 << top]
-        for extra in range(1, radius):
-            for lower in itertools.combinations(range(top), extra):
-                masks.append((1 << top) | sum(1 << bit for bit in lower))
-        by_top.append(np.array(masks, dtype=np.uint64))
-    return by_top
-
-
-def _concat_ranges(start: NDArray[np.int64], length: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Return ``concatenate([arange(s, s + n) for s, n in zip(start, length)])``; lengths > 0.
-
-    One ``cumsum`` over a vector of ones with a jump written at each range's first slot: no
-    division or modulo, and every pass is sequential.
-    """
-    if length.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    step = np.ones(int(length.sum()), dtype=np.int64)
-    offsets = np.cumsum(length) - length
-    step[0] = start[0]
-    step[offsets[1:]] = start[1:] - (start[:-1] + length[:-1] - 1)
-    return np.cumsum(step, out=step)
-
-
 def _range_pairs(
     sorted_hashes: NDArray[np.uint64],
     left: NDArray[np.int64],
@@ -994,18 +597,6 @@ def _range_pairs(
             yield p, q
         done = int(ends[last - 1])
         first = last
-
-
-# Block sizes of _block_pairs: powers of two and their halfway points (padding wastes < 1.5x).
-_SIZE_CLASSES = np.array(
-    sorted({1, 3 << 20} | {1 << k for k in range(22)} | {3 << k for k in range(21)}), np.int64
-)
-
-
-def _size_class(counts: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The smallest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... at least ``counts``."""
-    classes: NDArray[np.int64] = _SIZE_CLASSES[np.searchsorted(_SIZE_CLASSES, counts)]
-    return classes
 
 
 def _block_pairs(
@@ -1064,205 +655,6 @@ def _block_pairs(
                 yield p, q
 
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
-
-
-def _map_ordered(
-    function: Callable[..., _R], tasks: Iterator[tuple[Any, ...]], threads: int
-) -> Iterator[_R]:
-    """``function(*task)`` for each task, in order, on up to ``threads`` threads.
-
-    numpy releases the GIL inside its array loops (the compiled kernels run without it), so
-    tasks overlap on several cores. Results come back in task order, whatever the timing, so
-    the output stays deterministic; at most ``2 * threads`` tasks are in flight, which bounds
-    the memory held by results.
-    """
-    if threads <= 1:
-        for task in tasks:
-            yield function(*task)
-        return
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        pending: deque[Future[_R]] = deque()
-        for done, task in enumerate(tasks, start=1):
-            pending.append(pool.submit(function, *task))
-            if len(pending) >= 2 * threads:
-                yield pending.popleft().result()
-            if done % _TRIM_EVERY == 0:
-                return_freed_memory()
-        while pending:
-            yield pending.popleft().result()
-
-
-def _sort_band(
-    unique: NDArray[np.uint64], mask: int
-) -> tuple[NDArray[np.int64], NDArray[np.uint64]]:
-    """Return the stable order of the hashes by band key, and the sorted keys."""
-    n = unique.size
-    keys = band_keys(unique, mask)
-    if bin(mask).count("1") <= 32 and n < 2**32:
-        # Key and position packed into one word: a plain sort of it is a stable argsort, and
-        # faster (numpy's vectorised sort of uint64) than argsort itself.
-        keys <<= np.uint64(32)
-        keys |= np.arange(n, dtype=np.uint64)
-        keys.sort()
-        order = (keys & np.uint64(0xFFFF_FFFF)).astype(np.int64)
-        keys >>= np.uint64(32)
-        return order, keys
-    order = np.argsort(keys, kind="stable").astype(np.int64)
-    return order, keys[order]
-
-
-def _apart(
-    components: Components, a: NDArray[np.int64], b: NDArray[np.int64]
-) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
-    """Yield the pairs whose ends are not yet one component (as of the last merge)."""
-    roots = components.roots()
-    keep = roots[a] != roots[b]
-    if keep.any():
-        yield a[keep], b[keep]
-
-
-def _bucket_finder(
-    bucket_keys: NDArray[Any], width: int
-) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
-    """Return a function from band keys to the index of their bucket in ``bucket_keys``, or -1.
-
-    Bands up to :data:`_DIRECT_TABLE_MAX_BITS` bits use a direct-address table. Wider bands use a
-    hash table: keys sorted by a multiplicative hash slot (about two slots per bucket), and a
-    direct table from each slot to its run of keys. Runs are short (usually 0 or 1 keys), so a
-    few vectorised bisection steps over the probed keys that hit a non-empty run finish the
-    search: two adjacent table reads per probe instead of a binary search over the whole sorted
-    table, whose cache misses made wide bands an order of magnitude slower to probe.
-    """
-    count = bucket_keys.size
-    index_dtype = np.int32 if count < 2**31 else np.int64
-    if width <= _DIRECT_TABLE_MAX_BITS:
-        table = np.full(1 << width, -1, dtype=index_dtype)
-        table[bucket_keys] = np.arange(count, dtype=index_dtype)
-
-        def find_direct(query: NDArray[Any]) -> NDArray[np.int64]:
-            found: NDArray[np.int64] = table[query].astype(np.int64)
-            return found
-
-        return find_direct
-    if width <= 32 and count < 2**32 - 1:
-        return _open_address_finder(bucket_keys, count)
-    # A multiplicative hash picks each key's slot: band keys of clumpy data share long prefixes,
-    # so a table over the keys' top bits would put hundreds of them in one slot.
-    slot_bits = min(_DIRECT_TABLE_MAX_BITS, max(16, count.bit_length() + 1))
-    key_type = bucket_keys.dtype.type
-    multiplier = key_type(0x9E3779B1 if key_type == np.uint32 else 0x9E3779B97F4A7C15)
-    shift = key_type(8 * bucket_keys.itemsize - slot_bits)
-
-    def slot_of(keys: NDArray[Any]) -> NDArray[np.intp]:
-        slots: NDArray[np.intp] = ((keys * multiplier) >> shift).astype(np.intp)
-        return slots
-
-    slots = slot_of(bucket_keys)
-    by_slot = np.argsort(slots, kind="stable")  # keys were sorted, so each slot's run is too
-    slot_keys = bucket_keys[by_slot]
-    first = np.zeros((1 << slot_bits) + 1, dtype=index_dtype)
-    np.cumsum(np.bincount(slots, minlength=1 << slot_bits), out=first[1:])
-    del slots
-
-    def find_hashed(query: NDArray[Any]) -> NDArray[np.int64]:
-        slot = slot_of(query)
-        low = first[slot]
-        high = first[slot + 1]
-        found = np.full(query.size, -1, dtype=np.int64)
-        active = np.flatnonzero(high > low)
-        lo = low[active].astype(np.int64)
-        hi = high[active].astype(np.int64)
-        wanted = query[active]
-        del slot, low, high
-        # Invariant: the key, if present, lies in [lo, hi); stop when every run has one key.
-        wide = np.flatnonzero(hi - lo > 1)
-        while wide.size:
-            middle = (lo[wide] + hi[wide]) // 2
-            right = slot_keys[middle] <= wanted[wide]
-            lo[wide[right]] = middle[right]
-            hi[wide[~right]] = middle[~right]
-            wide = wide[hi[wide] - lo[wide] > 1]
-        match = slot_keys[lo] == wanted
-        found[active[match]] = by_slot[lo[match]]
-        return found
-
-    return find_hashed
-
-
-def _open_address_finder(
-    bucket_keys: NDArray[Any], count: int
-) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
-    """:func:`_bucket_finder` for bands of 25 to 32 bits: a filtered open-addressing hash table.
-
-    Each slot holds ``key << 32 | bucket`` in one word (all ones when empty); a multiplicative
-    hash spreads the (clumpy) keys, at most a quarter of the slots are used, and collisions move
-    on to the next slot (linear probing), inserted and looked up a round at a time, vectorised.
-    Most probes miss, and a table of millions of words misses the cache on every read, so a
-    bitmap of about 16 bits per key (a one-hash Bloom filter, small enough to stay in cache)
-    turns away nearly all of them first.
-    """
-    multiplier = np.uint64(0x9E3779B97F4A7C15)
-    slot_bits = max(4, (4 * count - 1).bit_length())
-    slot_shift = np.uint64(64 - slot_bits)
-    size = 1 << slot_bits
-    filter_bits = max(6, (16 * count - 1).bit_length())
-    filter_shift = np.uint64(64 - filter_bits)
-    empty = np.uint64(2**64 - 1)
-    table = np.full(size, empty, dtype=np.uint64)
-
-    keys = bucket_keys.astype(np.uint64)
-    product = keys * multiplier
-    present = np.zeros(1 << filter_bits, dtype=np.bool_)
-    present[(product >> filter_shift).astype(np.intp)] = True
-    bitmap = np.packbits(present, bitorder="little")
-    del present
-    entries = (keys << np.uint64(32)) | np.arange(count, dtype=np.uint64)
-    slot = (product >> slot_shift).astype(np.intp)
-    del keys, product
-    while entries.size:
-        # Of the entries aimed at one free slot, one takes it; the others try the next.
-        free = table[slot] == empty
-        table[slot[free]] = entries[free]
-        placed = table[slot] == entries
-        entries, slot = entries[~placed], (slot[~placed] + 1) & (size - 1)
-    low_bits = np.uint64(0xFFFF_FFFF)
-    seven = np.uint64(7)
-    one = np.uint8(1)
-
-    def find_open(query: NDArray[Any]) -> NDArray[np.int64]:
-        result = np.full(query.size, -1, dtype=np.int64)
-        product = query.astype(np.uint64)
-        product *= multiplier
-        bit = product >> filter_shift
-        maybe = np.flatnonzero(
-            (bitmap[(bit >> np.uint64(3)).astype(np.intp)] >> (bit & seven).astype(np.uint8)) & one
-        )
-        del bit
-        wanted = query[maybe].astype(np.uint64)
-        slot = (product[maybe] >> slot_shift).astype(np.intp)
-        del product
-        entry = table[slot]
-        # An empty slot reads as key 2**32 - 1, a valid key: empty slots never match.
-        match = (entry >> np.uint64(32) == wanted) & (entry != empty)
-        found = np.where(match, entry & low_bits, empty)
-        # Occupied by another key: look on (rare, as the table is at most a quarter full).
-        pending = np.flatnonzero((found == empty) & (entry != empty))
-        while pending.size:
-            slot_now = (slot[pending] + 1) & (size - 1)
-            slot[pending] = slot_now
-            entry = table[slot_now]
-            hit = (entry >> np.uint64(32) == wanted[pending]) & (entry != empty)
-            found[pending[hit]] = entry[hit] & low_bits
-            pending = pending[~hit & (entry != empty)]
-        known = found != empty
-        result[maybe[known]] = found[known].astype(np.int64)
-        return result
-
-    return find_open
-
-
 def _is_dense(sorted_keys: NDArray[np.uint64]) -> bool:
     """Whether a band's buckets hold more pairs than :data:`_DENSE_PAIRS_PER_VALUE` per value.
 
@@ -1279,50 +671,6 @@ def _is_dense_counts(counts: NDArray[np.int64], n: int) -> bool:
     """:func:`_is_dense` from the bucket sizes of a band over ``n`` values."""
     sizes = counts.astype(np.float64)
     return float(np.dot(sizes, sizes - 1.0)) / 2 > _DENSE_PAIRS_PER_VALUE * n
-
-
-class _DenseBand:
-    """One band of a plan, bucketed for :func:`_dense_links` (grouping dense, clumpy data)."""
-
-    def __init__(
-        self,
-        unique: NDArray[np.uint64],
-        mask: int,
-        radius: int,
-        sorted_band: tuple[NDArray[np.int64], NDArray[np.uint64]] | None = None,
-        second: _Second | None = None,
-    ) -> None:
-        n = unique.size
-        self.width = bin(mask).count("1")
-        self.radius = radius
-        self.order, sorted_keys = sorted_band if sorted_band else _sort_band(unique, mask)
-        boundary = np.empty(n, dtype=np.bool_)
-        boundary[0] = True
-        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=boundary[1:])
-        self.starts = np.flatnonzero(boundary)
-        del boundary
-        self.counts = np.diff(np.append(self.starts, n))
-        key_dtype = np.uint32 if self.width <= 32 else np.uint64
-        self.member_keys = sorted_keys.astype(key_dtype)
-        del sorted_keys
-        self.sorted_hashes = unique[self.order]
-        self.second = (
-            None if second is None else _Second(second.values[self.order], second.threshold)
-        )
-
-    def find(self) -> Callable[[NDArray[Any]], NDArray[np.int64]]:
-        """Build the band's bucket lookup (built per pass, so only one table is alive at a time)."""
-        return _bucket_finder(self.member_keys[self.starts], self.width)
-
-    def probing(self) -> NDArray[np.int64]:
-        """Positions in probing order: a fixed pseudo-random permutation.
-
-        Each probing value links its neighbours, which then need not probe. In a dense core a
-        value has hundreds of neighbours, so probing a spread-out 1% of the core links most of
-        it; probing in bucket order would instead probe whole neighbourhoods before linking.
-        """
-        permutation: NDArray[np.int64] = np.random.default_rng(0).permutation(self.order.size)
-        return permutation
 
 
 def _dense_links(
@@ -1811,180 +1159,3 @@ class _BandSearch:
         for pairs in _map_ordered(probe_flips, tasks(), self.threads):
             for p, q in pairs:
                 yield from self.emit(p, q)
-
-
-# --------------------------------------------------------------------------------------------------
-# Choosing the plan
-
-
-def _even_widths(bands: int) -> list[int]:
-    base, extra = divmod(_BITS, bands)
-    return [base + 1] * extra + [base] * (bands - extra)
-
-
-def _width_choices(bands: int) -> list[list[int]]:
-    """Band widths to try, widest first (the widest bands get the larger radii).
-
-    Even widths, and for up to four bands also uneven ones (each within two bits of even): a
-    wider band makes fewer candidates at the same radius, which can pay for a narrower one at a
-    smaller radius.
-    """
-    even = _even_widths(bands)
-    if bands > 4:
-        return [even]
-    low, high = min(even) - 2, max(even) + 2
-    choices = [even]
-    for widths in itertools.combinations_with_replacement(range(high, low - 1, -1), bands):
-        if sum(widths) == _BITS and list(widths) != even:
-            choices.append(list(widths))
-    return choices
-
-
-def _contiguous_masks(widths: list[int]) -> list[int]:
-    masks = []
-    start = 0
-    for width in widths:
-        masks.append(((1 << width) - 1) << start)
-        start += width
-    return masks
-
-
-def _strided_masks(widths: list[int]) -> list[int]:
-    masks = [0] * len(widths)
-    band = 0
-    for bit in range(_BITS):
-        while bin(masks[band]).count("1") >= widths[band]:
-            band = (band + 1) % len(widths)
-        masks[band] |= 1 << bit
-        band = (band + 1) % len(widths)
-    return masks
-
-
-def _bit_matrix(differences: NDArray[np.uint64]) -> NDArray[np.float32]:
-    """Return the ``(pairs, 64)`` 0/1 matrix of which bits each sampled pair differs on."""
-    bits = np.arange(_BITS, dtype=np.uint64)
-    matrix: NDArray[np.float32] = ((differences[:, None] >> bits) & np.uint64(1)).astype(np.float32)
-    return matrix
-
-
-def _greedy_masks(differ: NDArray[np.float32], widths: list[int]) -> list[int]:
-    """Assign bits to bands round-robin, each time the bit that splits most still-colliding pairs.
-
-    ``differ`` says which bits sampled pairs differ on (:func:`_bit_matrix`). A band's candidates
-    are the pairs it fails to separate, so each band greedily takes the bit on which most of its
-    still-agreeing sample pairs differ. This favours balanced bits and avoids putting strongly
-    correlated bits (neighbouring dHash comparisons) into the same band.
-    """
-    agree = np.ones((len(widths), differ.shape[0]), dtype=np.float32)
-    masks = [0] * len(widths)
-    free = np.ones(_BITS, dtype=np.bool_)
-    while free.any():
-        for band, width in enumerate(widths):
-            if bin(masks[band]).count("1") >= width or not free.any():
-                continue
-            # einsum, not BLAS: a vector-matrix product this small costs more in
-            # OpenBLAS thread start-up than in arithmetic (1 s vs 6 ms for a plan on a busy
-            # machine). The counts are small integers, exact in float32 either way.
-            score = np.einsum("i,ij->j", agree[band], differ)
-            score[~free] = -1.0
-            bit = int(np.argmax(score))
-            masks[band] |= 1 << bit
-            free[bit] = False
-            agree[band] *= 1.0 - differ[:, bit]
-    return masks
-
-
-def _radii(widths: list[int], t: int) -> list[int]:
-    spare = max(0, t + 1 - len(widths))
-    base, extra = divmod(spare, len(widths))
-    return [base + 1 if k < extra else base for k in range(len(widths))]
-
-
-def _flip_mask_count(width: int, radius: int) -> int:
-    return sum(math.comb(width, k) for k in range(1, radius + 1))
-
-
-def choose_plan(
-    unique: NDArray[np.uint64],
-    threshold: int,
-    *,
-    seed: int = 0,
-    planning_seconds: float = _PLANNING_SECONDS,
-) -> SearchPlan:
-    """Pick the cheapest exact search plan for these distinct hashes by a sampled cost model.
-
-    Candidate plans: 2 to ``threshold + 1`` bands of even width (and, up to four bands, uneven
-    widths within two bits of even, the widest bands taking the largest radii), with
-    contiguous, strided or greedily chosen bits, and the brute force. Each band's candidate
-    count is estimated from the fraction of sampled pairs it would make candidates (never below
-    the uniform-random rate), and its probing cost from the number of flip masks and keys. When
-    the brute force is estimated to take less than ``planning_seconds`` (what planning itself
-    costs), it is chosen without planning.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> unique = np.unique(np.random.default_rng(0).integers(0, 2**63, 100_000, dtype=np.uint64))
-    >>> choose_plan(unique, 5).describe()
-    '3 bands: 22b r1, 21b r1, 21b r1'
-    """
-    n = unique.size
-    total_pairs = n * (n - 1) / 2
-    brute = SearchPlan((), (), _COST_BRUTE_PAIR * total_pairs * 1e-9)
-    # Planning itself costs a few tenths of a second (sampling, greedy bit choice); below that
-    # the brute force is already as fast, so typical datasets of a few thousand images never pay
-    # for a plan. Distinct values are never within distance 0 of each other.
-    if brute.estimated_seconds < planning_seconds or threshold == 0:
-        return brute
-    rng = np.random.default_rng(seed)
-    # A search that brute force would finish in a few seconds gets a quarter of the sampled
-    # pairs: its plan matters less than the time spent choosing it (a second audit of a
-    # cached 20k-image folder spent a third of its time here).
-    size = _SAMPLE_SIZE if brute.estimated_seconds > 10 * planning_seconds else _SAMPLE_SIZE // 2
-    sample = unique[rng.choice(n, size=min(n, size), replace=False)]
-    first, second = np.triu_indices(sample.size, 1)
-    differences = sample[first] ^ sample[second]
-    sampled_pairs = differences.size
-    greedy_pairs = min(sampled_pairs, _GREEDY_SAMPLE_SIZE * (_GREEDY_SAMPLE_SIZE - 1) // 2)
-    differ = _bit_matrix(differences[:greedy_pairs])
-
-    def plan_cost(masks: tuple[int, ...], radii: list[int]) -> float:
-        cost = 0.0
-        for mask, radius in zip(masks, radii, strict=True):
-            width = bin(mask).count("1")
-            distance = popcount64(differences & np.uint64(mask))
-            hits = int(np.count_nonzero(distance <= radius))
-            uniform = sum(math.comb(width, k) for k in range(radius + 1)) / 2.0**width
-            candidates = max(hits / sampled_pairs, uniform) * total_pairs
-            keys = min(n, 2**width)
-            flips = _flip_mask_count(width, radius)
-            if width <= _DIRECT_TABLE_MAX_BITS:
-                probe = _COST_PROBE * flips * keys / 2 + _COST_TABLE * 2**width
-            else:
-                probe = _COST_PROBE_SORTED * flips * keys / 2
-            cost += _COST_KEY * n + probe + _COST_CANDIDATE * candidates + _COST_MASK * flips
-        return cost * 1e-9
-
-    best = brute
-    cheapest_by_bands: dict[int, tuple[float, list[int]]] = {}
-    for bands in range(2, min(threshold + 1, 8) + 1):
-        for widths in _width_choices(bands):
-            radii = _radii(widths, threshold)
-            for masks in dict.fromkeys(
-                [tuple(_contiguous_masks(widths)), tuple(_strided_masks(widths))]
-            ):
-                seconds = plan_cost(masks, radii)
-                if seconds < cheapest_by_bands.get(bands, (math.inf, widths))[0]:
-                    cheapest_by_bands[bands] = (seconds, widths)
-                if seconds < best.estimated_seconds:
-                    best = SearchPlan(masks, tuple(radii), seconds)
-    # The greedy bit choice is the costly part of planning: try it only for the two band counts
-    # that the simple layouts rate best (it refines which bits go together, not how many bands).
-    for bands in sorted(cheapest_by_bands, key=lambda b: cheapest_by_bands[b][0])[:2]:
-        widths = cheapest_by_bands[bands][1]
-        radii = _radii(widths, threshold)
-        masks = tuple(_greedy_masks(differ, widths))
-        seconds = plan_cost(masks, radii)
-        if seconds < best.estimated_seconds:
-            best = SearchPlan(masks, tuple(radii), seconds)
-    return best

@@ -44,6 +44,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from PIL import Image, ImageOps
 
+from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
 from leakaudit._text import first_few, printable
 from leakaudit._validation import check_bool, check_int, usable_cpu_count
 from leakaudit.copykind import copy_kind
@@ -74,7 +75,6 @@ from leakaudit.loading import (
     trim_allowed,
     trim_box,
 )
-from leakaudit.report import COPY_KIND, EDGE_COLUMNS
 from leakaudit.search import iter_pairs_within
 from leakaudit.search_between import iter_pairs_between
 

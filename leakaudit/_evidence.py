@@ -1,0 +1,28 @@
+"""The pair-evidence vocabulary, defined once: the stage names that say why two images are
+linked, and the columns of the verified pairs (``report.edges``) that carry them.
+
+Low in the import order (it imports nothing of ours): verification, the report, the
+tables (``export``) and the HTML report all take their names from here.
+"""
+
+from __future__ import annotations
+
+__all__ = ["COPY_KIND", "EDGE_COLUMNS", "EDGE_STAGES", "PAIR_STAGES", "TRANSITIVE"]
+
+#: Columns of :attr:`leakaudit.report.LeakageReport.edges`: the verified pairs that built
+#: the groups.
+EDGE_COLUMNS = ["row_a", "row_b", "stage", "distance", "similarity", "inliers", "strength"]
+#: An optional column of :attr:`LeakageReport.edges` (after :data:`EDGE_COLUMNS`): what
+#: kind of copy the pair is, in words (:func:`leakaudit.copykind.copy_kind`). Edges
+#: without it (made by hand, byte copies, the embedding stage) are described by stage.
+COPY_KIND = "copy_kind"
+#: Values of an edge's ``stage`` (and of a leaked group's ``evidence``): the stage that
+#: accepted the pair. Byte copies, hashes within the verified link distance, the pixel
+#: check, the geometric check, the tiny-photo registration net, the embedding stage.
+EDGE_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding")
+#: What a group's ``evidence`` (and a pair's, in the tables) says when no verified pair
+#: joins two of its splits directly: its splits are joined only through members of one split.
+TRANSITIVE = "transitive"
+#: Values of the pairs table's ``stage`` column (decided from hashes and digests, not by
+#: verification), cheapest evidence first.
+PAIR_STAGES = ("exact bytes", "hash", "dihedral hash", "embedding", TRANSITIVE)
