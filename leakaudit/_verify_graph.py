@@ -141,7 +141,8 @@ def iter_edge_chunks(edges: pd.DataFrame) -> Iterator[NDArray[np.int64]]:
 #: A set of images with identical hash entries but different bytes (re-encoded
 #: placeholders) with more members than this is verified along a star, each member
 #: once against the set's first image, instead of every pair: up to this size every
-#: pair is verified, as for any other candidates.
+#: pair is verified, as for any other candidates. A bound on cost, not on what links
+#: (RESULTS §14: the groups are those every pair gives; generated placeholders).
 IDENTICAL_ALL_PAIRS_MAX = 8
 
 

@@ -35,7 +35,8 @@ def distinct_applies(a: View, b: View, verdict: PairVerdict) -> bool:
     :func:`distinct_pixel_count`: the pixel check decided (no geometry), with a
     structure of at least 0.9, one image is a graphic, both are stored losslessly
     (a JPEG's ringing or a GIF's palette would look like a change) and both are at
-    least :data:`DISTINCT_MIN_SIDE` pixels on their shorter side."""
+    least :data:`DISTINCT_MIN_SIDE` pixels on their shorter side (all set in RESULTS
+    §10 session 8, on the generated closure)."""
     return (
         verdict.stage == "pixels"
         and verdict.similarity >= 0.9
