@@ -39,8 +39,9 @@ sys.path.insert(0, str(HERE))
 import bench_closure as bc  # noqa: E402
 
 from leakaudit import verify  # noqa: E402
+from leakaudit._verify_stage import _views  # noqa: E402
 from leakaudit.grouping import connected_component_labels  # noqa: E402
-from leakaudit.hashing import entry_kinds, hash_sources  # noqa: E402
+from leakaudit.hashing import entry_kinds, hash_sources, turned_view  # noqa: E402
 from leakaudit.loading import DecodeOptions  # noqa: E402
 
 
@@ -77,7 +78,7 @@ def prepare(full: bool, data_dir: Path, workers: int) -> dict[str, Any]:
         options.crop_candidate_dhash_threshold,
     )
     table_entries = verify.TableEntries(entries.owner, entries.phash, entries.dhash, kinds)
-    views = verify._views(order, order, np.unique(pairs.ravel()), decode, workers, table_entries)
+    views = _views(order, order, np.unique(pairs.ravel()), decode, workers, table_entries)
     data = {
         "paths": frame["path"].tolist(),
         "order_rows": position.loc[order].to_numpy(),
@@ -128,7 +129,7 @@ def accepted_pairs(
                 from leakaudit import geometry
 
                 first = geometry.extract_features(np.ascontiguousarray(view_a.grey))
-                turned, _ = verify.turned_view(view_b.grey, None, verdict.turn)
+                turned, _ = turned_view(view_b.grey, None, verdict.turn)
                 second = geometry.extract_features(np.ascontiguousarray(turned))
                 matches[key] = geometry.match_features(first, second).accepted
             accepted = matches[key]

@@ -16,6 +16,7 @@ from PIL import Image
 from test_verify import DECODE, _crop, _png, sprite
 
 from leakaudit import hashing
+from leakaudit._verify_judge import _refined_crop
 from leakaudit.hashing import (
     CROP_BOXES,
     N_CROP_ENTRIES,
@@ -26,7 +27,7 @@ from leakaudit.hashing import (
     popcount64,
 )
 from leakaudit.loading import DecodeOptions
-from leakaudit.verify import VerifyOptions, _refined_crop, compare_views, load_view
+from leakaudit.verify import VerifyOptions, compare_views, load_view
 
 CROP_DECODE = DecodeOptions(crop_entries=True)  # the default audit's entries
 CROP, AS_IS = 1, 3

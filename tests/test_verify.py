@@ -148,17 +148,18 @@ def test_palette_swap_of_a_sprite_is_judged_on_its_figure() -> None:
     """A recoloured body changes a tenth of the figure and a few hundredths of the
     canvas: on the whole canvas its chroma difference stays under the graphic limit;
     measured on the figure (what differs from the background) it does not."""
-    from leakaudit import verify
+    from leakaudit import _verify_judge as judge
+    from leakaudit._verify_view import flattened
 
     first = load_view(_png(sprite((200, 40, 40), pose=1, size=64)), "a", DECODE)
     swapped = load_view(_png(sprite((140, 60, 140), pose=1, size=64)), "b", DECODE)
-    background = verify._pair_background(first, swapped)
-    rgb_a = verify._flattened(first.grid, background)
-    rgb_b = verify._flattened(swapped.grid, background)
-    weight = verify._foreground_weight(rgb_a, rgb_b, background)
+    background = judge.pair_background(first, swapped)
+    rgb_a = flattened(first.grid, background)
+    rgb_b = flattened(swapped.grid, background)
+    weight = judge._foreground_weight(rgb_a, rgb_b, background)
     assert weight is not None
-    on_canvas = verify._chroma_difference(rgb_a, rgb_b, saturation=None)
-    on_figure = verify._chroma_difference(rgb_a, rgb_b, saturation=1.3, weight=weight)
+    on_canvas = judge._chroma_difference(rgb_a, rgb_b, saturation=None)
+    on_figure = judge._chroma_difference(rgb_a, rgb_b, saturation=1.3, weight=weight)
     options = VerifyOptions(geometry=False)
     assert on_canvas < options.graphic_chroma_difference < options.figure_chroma_difference
     assert on_figure > options.figure_chroma_difference
@@ -172,10 +173,10 @@ def test_palette_swap_of_a_sprite_is_judged_on_its_figure() -> None:
 
 
 def test_a_canvas_without_background_is_measured_whole() -> None:
-    from leakaudit import verify
+    from leakaudit import _verify_judge as judge
 
     rgb = np.asarray(PHOTO.resize((24, 24)), dtype=np.float32).reshape(-1, 3)
-    assert verify._foreground_weight(rgb, rgb, np.full(3, 255.0, np.float32)) is None
+    assert judge._foreground_weight(rgb, rgb, np.full(3, 255.0, np.float32)) is None
 
 
 def test_same_sprite_in_another_pose_is_rejected() -> None:
@@ -692,7 +693,7 @@ def test_a_toned_copy_of_a_flat_photo_is_linked_and_another_flat_photo_is_not() 
     counted as drawn, so colour vetoed its toned copies; its fine detail agreeing, a
     global colour edit no longer does. Another picture with the same plain area does
     not agree in detail and stays apart."""
-    from leakaudit.verify import _drawn
+    from leakaudit._verify_judge import _drawn
 
     photo = _flat_photo(3)
     sepia = _sepia(photo)

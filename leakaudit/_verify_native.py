@@ -1,0 +1,153 @@
+"""The native-resolution check: look-alike graphics told apart on their own pixels."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from leakaudit._verify_judge import PairVerdict, channel_gain, correlation, pair_background
+from leakaudit._verify_options import DISTINCT_MIN_SIDE
+from leakaudit._verify_view import LUMA, VIEW_SIDE, View, flattened, turned_grid
+
+__all__ = [
+    "distinct_applies",
+    "distinct_pixel_count",
+]
+
+#: The native-resolution check (:func:`distinct_pixel_count`): the pair must align on
+#: the comparison grid at least this well (luma correlation), a pixel differs strongly
+#: when it is this far off in some channel from every pixel of the other image's 3 x 3
+#: neighbourhood (after a gain and offset per channel), and pixels that are background
+#: in both images are left out.
+#: Set by RESULTS §10 session 8 on the generated closure (0.96 and a looser alignment
+#: test lost pad or crop 5% recall; without the outer tenth, flattened tile icons were
+#: told apart); ``_DISTINCT_BACKGROUND`` was not varied. Generated data only (checked on
+#: 300 real-photo crops at 32 px with generated copies: none told apart).
+_DISTINCT_ALIGNED = 0.97
+_DISTINCT_LEVEL = 96.0
+_DISTINCT_BACKGROUND = 24.0
+_DISTINCT_MARGIN = 0.1
+
+
+def distinct_applies(a: View, b: View, verdict: PairVerdict) -> bool:
+    """Whether the pixel check's verdict on ``(a, b)`` can be followed by
+    :func:`distinct_pixel_count`: the pixel check decided (no geometry), with a
+    structure of at least 0.9, one image is a graphic, both are stored losslessly
+    (a JPEG's ringing or a GIF's palette would look like a change) and both are at
+    least :data:`DISTINCT_MIN_SIDE` pixels on their shorter side (all set in RESULTS
+    §10 session 8, on the generated closure)."""
+    return (
+        verdict.stage == "pixels"
+        and verdict.similarity >= 0.9
+        and (a.graphic or b.graphic)
+        and a.lossless
+        and b.lossless
+        and min(a.native_side, b.native_side) >= DISTINCT_MIN_SIDE
+    )
+
+
+def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> int:
+    """Pixels that differ strongly between two aligned images at native resolution.
+
+    The comparison grid (24 x 24) cannot see a badge or a glyph of a few pixels,
+    so two icons of one template, or a sprite and its palette-swapped twin with
+    one changed eye, pass it. Here:
+
+    - the pair must be aligned as a whole: ``b`` turned by ``turn`` (its best of
+      the 8 turns on the grid) correlates >= 0.97 with ``a`` on the grid (not a
+      crop or a pad, which the grid check aligned by their entries);
+    - both images are brought to the smaller one's shorter side (at most 48),
+      from their own pixels when they are that small (:attr:`View.native`),
+      and flattened as the pixel check does;
+    - pixels that are background in both, the outer tenth on each side (where
+      copies differ: a rotation's fill, a re-crop, transparent corners flattened
+      onto a colour), and, for one transparent and one opaque image, what is
+      transparent in the one, are left out;
+    - the rest is matched per channel by a gain and offset, and a pixel differs
+      strongly when it is more than 96 levels off every pixel of the other's
+      3 x 3 neighbourhood, in both directions (which absorbs a pixel of
+      misalignment and resampling).
+
+    The count is the smallest over the 8 turns of ``b``, so a symmetric figure is
+    not held against its mirror image; the turns stop at the first count under
+    ``stop_below`` (the decision's threshold: nothing smaller is needed then).
+
+    Returns
+    -------
+    int
+        The count, or 0 when the two are not aligned on the grid.
+    """
+    background = pair_background(a, b)
+    grid_a = flattened(a.grid, background)
+    grid_b = flattened(np.ascontiguousarray(turned_grid(b.grid, turn)), background)
+    if correlation(grid_a @ LUMA, grid_b @ LUMA) < _DISTINCT_ALIGNED:
+        return 0
+    side = max(1, min(a.native_side, b.native_side, VIEW_SIDE))
+    native_a, native_b = _native_rgba(a, side), _native_rgba(b, side)
+    first = flattened(native_a, background).reshape(side, side, 3)
+    second = flattened(native_b, background).reshape(side, side, 3)
+    own_a = background if a.has_alpha else a.border
+    own_b = background if b.has_alpha else b.border
+    # The outer tenth on each side is left out: copies differ there (a rotation's fill,
+    # a re-crop, transparent corners flattened onto a colour); a badge sits inside.
+    margin = round(_DISTINCT_MARGIN * side)
+    inside = np.zeros((side, side), dtype=bool)
+    inside[margin : side - margin, margin : side - margin] = True
+    off_a = inside & (np.abs(first - own_a).max(axis=2) >= _DISTINCT_BACKGROUND)
+    # One transparent, one opaque: the opaque one may be the other flattened onto any
+    # colour, so what is transparent in the one says nothing.
+    seen = None
+    if a.has_alpha != b.has_alpha:
+        seen = (native_a if a.has_alpha else native_b)[..., 3]
+    counts = []
+    # The grid's own turn first: when it already finds few, the others need not run.
+    for code in [turn, *(c for c in range(8) if c != turn)]:
+        turned = np.ascontiguousarray(turned_grid(second, code))
+        use = off_a | (inside & (np.abs(turned - own_b).max(axis=2) >= _DISTINCT_BACKGROUND))
+        if seen is not None:
+            opaque = seen if a.has_alpha else turned_grid(seen[..., None], code)[..., 0]
+            use &= opaque >= 128
+        counts.append(_strong_differences(first, turned, use))
+        if counts[-1] < stop_below:
+            break
+    return min(counts)
+
+
+def _native_rgba(view: View, side: int) -> NDArray[np.float32]:
+    """A view at ``side`` x ``side``, RGBA, shape (side, side, 4): from the image's own
+    pixels when it is small (exactly them at its own size)."""
+    image = view.native if view.native is not None else view.rgba
+    if image.size != (side, side):
+        image = image.resize((side, side), Image.Resampling.BOX)
+    rgba: NDArray[np.float32] = np.asarray(image, dtype=np.float32)
+    return rgba
+
+
+def _strong_differences(
+    first: NDArray[np.float32], second: NDArray[np.float32], use: NDArray[np.bool_]
+) -> int:
+    """Pixels of ``use`` more than :data:`_DISTINCT_LEVEL` off the other image's 3 x 3
+    neighbourhood (either way) after a gain and offset per channel."""
+    if np.count_nonzero(use) < 16:
+        use = np.ones_like(use)
+    x, y = first[use], second[use]
+    x_mean, y_mean = x.mean(axis=0), y.mean(axis=0)
+    matched = (second - y_mean) * channel_gain(y - y_mean, x - x_mean) + x_mean
+    off = np.maximum(_off_every_neighbour(first, matched), _off_every_neighbour(matched, first))
+    return int(np.count_nonzero((off > _DISTINCT_LEVEL) & use))
+
+
+def _off_every_neighbour(
+    image: NDArray[np.float32], other: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """Per pixel of ``image``: its smallest largest-channel distance to the 3 x 3
+    neighbourhood of the same pixel in ``other``."""
+    height, width = image.shape[:2]
+    padded = np.pad(other, ((1, 1), (1, 1), (0, 0)), mode="edge")
+    best = np.full((height, width), np.inf, dtype=np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            distance = np.abs(image - padded[dy : dy + height, dx : dx + width]).max(axis=2)
+            np.minimum(best, distance, out=best)
+    return best

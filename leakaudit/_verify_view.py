@@ -1,0 +1,368 @@
+"""Decode for verification: one image as the judge sees it (:class:`View`) and its grids."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image, ImageOps
+
+from leakaudit._verify_candidates import AS_IS, CONTENT, CROP, ROTATION, WHOLE
+from leakaudit._verify_options import GRAPHIC_SIDE
+from leakaudit.errors import ImageLoadError
+from leakaudit.hashing import (
+    CROP_ROTATIONS,
+    N_CROP_ENTRIES,
+    bytes_digest,
+    content_box,
+    dihedral_orientations,
+    image_digest,
+    turned_view,
+    whole_and_crop_hashes,
+    whole_hashes,
+)
+from leakaudit.loading import (
+    DecodeOptions,
+    check_declared_size,
+    check_full_decode,
+    read_source,
+    resolve_decode,
+    rgba_as_hashed,
+    trim_allowed,
+    trim_box,
+)
+
+__all__ = [
+    "CB",
+    "CR",
+    "GRID",
+    "LUMA",
+    "VIEW_SIDE",
+    "View",
+    "flattened",
+    "load_view",
+    "turned_grid",
+]
+
+#: The colour thumbnail kept per image. Not measured on its own in RESULTS (§10: the
+#: native check compares images up to this side; generated closure).
+VIEW_SIDE = 48
+#: The comparison grid. RESULTS §10 "Tried and not adopted": a 32 x 32 grid lost crop and
+#: rotate recall on the generated closure's quick set. Generated data only.
+GRID = 24
+#: The grey image kept for local features (and the fine-detail rule, §19). Not measured
+#: on its own in RESULTS.
+_GEOMETRY_SIDE = 160
+#: Decode reduced (JPEG draft) to about this on the short side. Not measured on its own
+#: in RESULTS (the hashes' reduced decode, §1, is a separate setting).
+_DECODE_SIDE = 96
+
+
+@dataclass
+class View:
+    """What verification keeps of one image.
+
+    Attributes
+    ----------
+    rgba : PIL.Image.Image
+        The trimmed image as it is (upright), RGBA, 48 x 48.
+    grey : numpy.ndarray of uint8
+        The trimmed grey image, longer side <= 160, for local features (photos
+        only: empty for a graphic).
+    entries : numpy.ndarray of uint64, shape (k, 2)
+        Its whole, crop and rotation entries, as the hashes index them.
+    kinds : numpy.ndarray of int8
+        The kind of each entry.
+    digest : int
+        BLAKE2b-64 of the encoded bytes (of mode, size and pixels for a PIL image).
+    has_alpha : bool
+        Some pixel is not fully opaque.
+    grid : numpy.ndarray of float32, shape (24, 24, 4)
+        The whole view on the comparison grid.
+    regions : dict
+        ``{(CONTENT, 0): grid}``: the content inside a uniform background on the
+        comparison grid, when there is such a background.
+    full_grid : numpy.ndarray of float32 or None
+        The untrimmed image on the comparison grid, when the trim cut
+        something (None otherwise): the trim of a small graphic and of its
+        copy flattened onto another colour can differ.
+    border : numpy.ndarray of float32, shape (3,)
+        Median colour of the outermost pixels before trimming: what an opaque
+        copy of a transparent image was flattened onto.
+    graphic : bool
+        Transparent, or under :data:`GRAPHIC_SIDE` pixels on its shorter side:
+        icons, sprites and thumbnails, checked more strictly.
+    binary_alpha : bool
+        Transparent with 1-bit transparency only (every pixel fully opaque or
+        fully transparent, as GIF and PNG-8 store it).
+    hardened_grids : list of numpy.ndarray of float32
+        For soft transparency: the grid again with the alpha made 1-bit at
+        :data:`_HARDENING_LEVELS` (a copy saved as GIF turns the anti-aliased
+        fringe fully opaque or fully transparent, by the encoder's rule).
+    native_side : int
+        The trimmed image's shorter side in the file's own pixels (0 unknown).
+    native : PIL.Image.Image or None
+        The trimmed image at its decoded size when neither side exceeds 48
+        pixels (None otherwise): the native check compares small graphics on
+        their own pixels, not on the 48 x 48 view resampled back.
+    lossless : bool
+        The pixels are as the file stores them without loss: PNG, BMP, PPM,
+        TGA, an uncompressed or losslessly compressed TIFF, or an image given
+        in memory; not JPEG, WebP, GIF or any palette image (quantised). Only
+        such images are told apart at native resolution
+        (:func:`distinct_pixel_count`).
+    native_size : tuple of int
+        The trimmed image's (width, height) in the file's own pixels ((0, 0) unknown).
+    """
+
+    rgba: Image.Image
+    grey: NDArray[np.uint8]
+    entries: NDArray[np.uint64]
+    kinds: NDArray[np.int8]
+    digest: int
+    has_alpha: bool
+    grid: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0, 4), np.float32))
+    graphic: bool = False
+    full_grid: NDArray[np.float32] | None = None
+    border: NDArray[np.float32] = field(default_factory=lambda: np.full(3, 255.0, np.float32))
+    regions: dict[tuple[int, int], NDArray[np.float32]] = field(default_factory=dict)
+    binary_alpha: bool = False
+    hardened_grids: list[NDArray[np.float32]] = field(default_factory=list)
+    native_side: int = 0
+    lossless: bool = False
+    native: Image.Image | None = None
+    native_size: tuple[int, int] = (0, 0)
+
+
+#: Alpha levels at or above which a soft edge is taken as opaque when the other image of
+#: a pair has 1-bit transparency: any coverage (Pillow's GIF writer keeps most of the
+#: fringe), and half (the usual threshold of other encoders).
+#: RESULTS §10 session 6, "GIF copies of soft-edged graphics": format 93.0 -> 95.9% on the
+#: generated closure, precision unchanged. Generated data only.
+_HARDENING_LEVELS = (1, 128)
+
+
+def _hardened_grids(region: Image.Image) -> list[NDArray[np.float32]]:
+    """The region's comparison grids with its alpha made 1-bit at each hardening level."""
+    alpha = np.asarray(region.getchannel("A"))
+    grids = []
+    for level in _HARDENING_LEVELS:
+        hard = region.copy()
+        hard.putalpha(Image.fromarray(np.where(alpha >= level, 255, 0).astype(np.uint8)))
+        grids.append(_view_and_grid(hard)[1])
+    return grids
+
+
+def _view_and_grid(region: Image.Image) -> tuple[Image.Image, NDArray[np.float32]]:
+    """A region's 48 x 48 view and its comparison grid (the one way both are made)."""
+    small = region.resize((VIEW_SIDE, VIEW_SIDE), Image.Resampling.BOX)
+    grid = np.asarray(small.resize((GRID, GRID), Image.Resampling.BILINEAR), dtype=np.float32)
+    return small, grid
+
+
+def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image:
+    if rgba.getchannel("A").getextrema()[0] == 255:  # opaque: nothing to flatten
+        return rgba.convert("L")
+    base = Image.new("RGBA", rgba.size, (*background, 255))
+    return Image.alpha_composite(base, rgba).convert("L")
+
+
+def load_view(
+    source: Any,
+    name: str,
+    decode: DecodeOptions | None = None,
+    *,
+    entries: tuple[NDArray[np.uint64], NDArray[np.int8]] | None = None,
+) -> View:
+    """Decode one image for verification (colour, alpha, trimmed, canonical orientation).
+
+    Parameters
+    ----------
+    source : path, bytes or PIL image
+    name : str
+        The name used in messages.
+    decode : DecodeOptions, optional
+        The decoding the hashes used.
+    entries : tuple, optional
+        ``(hashes, kinds)``: the row's entries as the hash table holds them
+        (``hashes`` shape (k, 2), pHash and dHash; ``kinds`` as
+        :func:`leakaudit.hashing.entry_kinds`), crop and rotation entries
+        included. They are used as they are instead of being hashed again, so
+        the check aligns on exactly the entries that proposed the pair.
+
+    Raises
+    ------
+    ImageLoadError
+        The image cannot be read.
+    """
+    options = resolve_decode(decode)
+    if isinstance(source, Image.Image):
+        image = source
+        lossless = _stored_losslessly(image)
+        digest = image_digest(image)
+    else:
+        name, data = read_source(source, name, options)
+        digest = bytes_digest(data)
+        try:
+            with warnings.catch_warnings():
+                # Our own limits (checked below) replace Pillow's warning.
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                image = Image.open(io.BytesIO(data))
+                declared_size = image.size
+                check_declared_size(declared_size, name, options)
+                drafted = None
+                if image.format == "JPEG":
+                    short = min(image.size)
+                    scale = max(1, short // _DECODE_SIDE)
+                    drafted = image.draft(
+                        "RGB", (max(1, image.width // scale), max(1, image.height // scale))
+                    )
+                if drafted is None:  # decoded at full size
+                    check_full_decode(declared_size, name, options)
+                image.load()
+            lossless = _stored_losslessly(image)
+        except ImageLoadError:
+            raise
+        except Exception as exc:
+            raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
+    original_size = image.size if isinstance(source, Image.Image) else declared_size
+    try:
+        if options.exif_transpose:
+            image = ImageOps.exif_transpose(image)
+        rgba = rgba_as_hashed(image)
+    except Exception as exc:
+        raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
+    if min(rgba.size) > 2 * _DECODE_SIDE:
+        factor = min(rgba.size) / _DECODE_SIDE
+        rgba = rgba.resize(
+            (max(1, round(rgba.width / factor)), max(1, round(rgba.height / factor))),
+            Image.Resampling.BOX,
+        )
+    grey = np.asarray(_flatten(rgba, options.background), dtype=np.uint8)
+    # The hashes' trim (the same rules, so the same box as the hashes saw).
+    trim = options.trim_borders and trim_allowed(original_size)
+    box = trim_box(grey) if trim else None
+    if box is None:
+        box = (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
+    if entries is not None and np.any(entries[1] == CROP):
+        entry_hashes, kinds = np.asarray(entries[0], dtype=np.uint64), entries[1]
+    else:
+        entry_hashes, kinds = _entries_of(grey, box)
+    content = content_box(grey, box)
+    region = rgba.crop(tuple(round(v) for v in box))  # type: ignore[arg-type]
+    region_alpha = np.asarray(region.getchannel("A"))
+    has_alpha = bool(region_alpha.min() < 250)
+    binary_alpha = has_alpha and bool(np.all((region_alpha == 0) | (region_alpha == 255)))
+    graphic = has_alpha or min(original_size) < GRAPHIC_SIDE
+    small, grid = _view_and_grid(region)
+    # The trimmed box in the file's own pixels (the decode may have been reduced).
+    to_native = min(original_size) / max(1, min(rgba.size))
+    native_side = round(min(box[2] - box[0], box[3] - box[1]) * to_native)
+    native_size = (round((box[2] - box[0]) * to_native), round((box[3] - box[1]) * to_native))
+    # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
+    geometry_grey = np.zeros((0, 0), dtype=np.uint8)
+    if not graphic:
+        grey_image = _flatten(region, options.background)
+        if max(grey_image.size) > _GEOMETRY_SIDE:
+            grey_image.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
+        geometry_grey = np.asarray(grey_image, dtype=np.uint8)
+    regions: dict[tuple[int, int], NDArray[np.float32]] = {}
+    if content is not None:
+        regions[(CONTENT, 0)] = np.asarray(
+            rgba.resize((GRID, GRID), Image.Resampling.BOX, box=content), dtype=np.float32
+        )
+    return View(
+        regions=regions,
+        rgba=small,
+        grey=geometry_grey,
+        entries=entry_hashes,
+        kinds=kinds,
+        digest=digest,
+        has_alpha=has_alpha,
+        grid=grid,
+        graphic=graphic,
+        binary_alpha=binary_alpha,
+        hardened_grids=_hardened_grids(region) if has_alpha and not binary_alpha else [],
+        native_side=native_side,
+        lossless=lossless,
+        native=region if max(region.size) <= VIEW_SIDE else None,
+        native_size=native_size,
+        border=_border_colour(np.asarray(rgba, dtype=np.float32)),
+        full_grid=(
+            None
+            if box == (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
+            else np.asarray(rgba.resize((GRID, GRID), Image.Resampling.BOX), dtype=np.float32)
+        ),
+    )
+
+
+#: Formats that store pixels without loss (TIFF only when its compression is lossless).
+_LOSSLESS_FORMATS = frozenset({"PNG", "BMP", "PPM", "TGA", "QOI", "TIFF"})
+_LOSSY_TIFF_COMPRESSIONS = frozenset({"jpeg", "tiff_jpeg", "webp"})
+
+
+def _stored_losslessly(image: Image.Image) -> bool:
+    """Whether ``image`` (as opened, before any conversion) holds its pixels without loss.
+
+    Palette images count as lossy (a GIF or PNG-8 copy is quantised), and so do JPEG
+    and WebP; an image built in memory (no format) is taken as it is given.
+    """
+    if image.mode in ("P", "PA", "1"):
+        return False
+    if image.format is None:
+        return True
+    if image.format == "TIFF":
+        return str(image.info.get("compression", "raw")) not in _LOSSY_TIFF_COMPRESSIONS
+    return image.format in _LOSSLESS_FORMATS
+
+
+def _entries_of(
+    grey: NDArray[np.uint8], box: tuple[float, float, float, float]
+) -> tuple[NDArray[np.uint64], NDArray[np.int8]]:
+    """A view's entries hashed from its grey image: canonical whole, as is, content,
+    crops, rotations (for images given without the table's entries)."""
+    phash, dhash, ac, extra = whole_and_crop_hashes(grey, box)
+    code = dihedral_orientations(ac)[0]
+    whole = (phash, dhash) if code == 0 else whole_hashes(*turned_view(grey, box, code))[:2]
+    kinds = np.array(
+        [WHOLE, AS_IS, CONTENT] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
+        dtype=np.int8,
+    )
+    return np.array([whole, (phash, dhash), *extra], dtype=np.uint64), kinds
+
+
+def turned_grid(grid: NDArray[np.float32], code: int) -> NDArray[np.float32]:
+    """A grid turned by a dihedral code (as :func:`leakaudit.hashing.turned_view`)."""
+    if code & 1:
+        grid = grid.transpose(1, 0, 2)
+    if code & 2:
+        grid = grid[:, ::-1]
+    if code & 4:
+        grid = grid[::-1]
+    return grid
+
+
+LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+CB = np.array([-0.168736, -0.331264, 0.5], dtype=np.float32)
+CR = np.array([0.5, -0.418688, -0.081312], dtype=np.float32)
+
+
+def flattened(grid: NDArray[np.float32], background: NDArray[np.float32]) -> NDArray[np.float32]:
+    """RGB of a grid flattened onto ``background``, as (pixels, 3)."""
+    flat = grid.reshape(-1, 4)
+    if flat[:, 3].min() >= 255.0:  # opaque (most photos): the same values, 5x faster
+        opaque: NDArray[np.float32] = flat[:, :3].copy()
+        return opaque
+    alpha = flat[:, 3:4] / 255.0
+    rgb: NDArray[np.float32] = flat[:, :3] * alpha + background * (1.0 - alpha)
+    return rgb
+
+
+def _border_colour(grid: NDArray[np.float32]) -> NDArray[np.float32]:
+    border = np.concatenate([grid[0, :, :3], grid[-1, :, :3], grid[:, 0, :3], grid[:, -1, :3]])
+    colour: NDArray[np.float32] = np.median(border, axis=0).astype(np.float32)
+    return colour
