@@ -2733,7 +2733,12 @@ def popcount64(values: NDArray[np.uint64]) -> NDArray[np.uint8]:
     if hasattr(np, "bitwise_count"):
         counts: NDArray[np.uint8] = np.bitwise_count(array).astype(np.uint8, copy=False)
         return counts
-    as_bytes = np.ascontiguousarray(array).view(np.uint8).reshape(*array.shape, 8)
+    return _popcount64_table(array)
+
+
+def _popcount64_table(array: NDArray[np.uint64]) -> NDArray[np.uint8]:
+    """:func:`popcount64` by a byte lookup table: numpy 1.x, which has no ``bitwise_count``."""
+    as_bytes = np.ascontiguousarray(array, dtype=np.uint64).view(np.uint8).reshape(*array.shape, 8)
     summed: NDArray[np.uint8] = _POPCOUNT_LUT[as_bytes].sum(axis=-1, dtype=np.uint8)
     return summed
 

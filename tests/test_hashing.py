@@ -370,6 +370,24 @@ def test_hex_to_hashes_rejects_malformed_strings_by_name(bad: str) -> None:
         hex_to_hashes(["00", bad])
 
 
+# ------------------------------------------------------------------------ popcount
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=24))
+def test_popcount_fallback_agrees_with_int_bit_count(values: list[int]) -> None:
+    """Issue 26.1: numpy 1.x's lookup-table path of popcount64 counts as int.bit_count,
+    for every shape the callers pass (flat, broadcast 2-D blocks, a 0-d scalar)."""
+    flat = np.array(values, dtype=np.uint64)
+    expected = [v.bit_count() for v in values]
+    assert hashing._popcount64_table(flat).tolist() == expected
+    assert hashing.popcount64(flat).tolist() == expected
+    block = flat[:, None] ^ flat[None, :]
+    assert np.array_equal(hashing._popcount64_table(block), hashing.popcount64(block))
+    assert hashing._popcount64_table(block).shape == block.shape
+    assert int(hashing._popcount64_table(flat[0])) == expected[0]
+
+
 # ------------------------------------------------------------------------ hamming
 
 
