@@ -123,6 +123,7 @@ __all__ = [
     "hash_sources",
     "hashes_and_notes",
     "hashes_to_hex",
+    "hashes_to_hex_arrow",
     "hex_to_hashes",
     "image_digest",
     "popcount64",
@@ -2654,16 +2655,51 @@ def _check_hex(value: object, what: str) -> str:
     return value
 
 
+def hashes_to_hex_arrow(values: NDArray[np.uint64], present: NDArray[np.bool_]) -> Any:
+    """:func:`hashes_to_hex`'s strings as a pyarrow string array, null where not ``present``.
+
+    Built from one buffer of hex text, with no Python string per row (the Parquet shards'
+    ``*_hex`` columns, and pandas columns when pandas stores strings in Arrow). Past the
+    rows a 32-bit offset can address it is a ``large_string`` array. Needs pyarrow.
+    """
+    import pyarrow as pa
+
+    n = len(values)
+    text = np.ascontiguousarray(values, dtype=">u8").tobytes().hex().encode("ascii")
+    large = n > _ARROW_HEX_ROWS
+    offsets = np.arange(0, 16 * (n + 1), 16, dtype=np.int64 if large else np.int32)
+    present = np.asarray(present, dtype=bool)
+    missing = int(n - np.count_nonzero(present))
+    validity = pa.py_buffer(np.packbits(present, bitorder="little")) if missing else None
+    kind = pa.LargeStringArray if large else pa.StringArray
+    return kind.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(text), validity, null_count=missing
+    )
+
+
+# Rows up to which a hex column fits an Arrow string array (int32 offsets, 16 bytes a row).
+_ARROW_HEX_ROWS = (2**31 - 1) // 16
+
+
 def hex_to_hashes(
-    strings: Sequence[str | None] | Iterable[str | None],
+    strings: Sequence[str | None] | Iterable[str | None], *, name: str = "strings"
 ) -> tuple[NDArray[np.uint64], NDArray[np.bool_]]:
-    """Parse hex strings (up to 16 characters) into uint64 hashes.
+    """Parse hex strings (up to 16 characters, all the same length) into uint64 hashes.
+
+    The one rule for hex hashes read anywhere (the DataFrame API's columns, Parquet shards'
+    ``*_hex`` columns): each present value is a str of 1 to 16 hex digits (either case),
+    nothing else (no ``0x``, no whitespace), and all present values have the same number of
+    digits, as :func:`hashes_to_hex` writes them (a shorter string is a shorter hash, not
+    the same one with its zeros left off). Vectorised: no Python work per row beyond a
+    type check.
 
     Parameters
     ----------
     strings : sequence of str or None
-        Hex strings, e.g. from :func:`hashes_to_hex` or a CSV column. None, NaN
-        and ``""`` are missing.
+        Hex strings, e.g. from :func:`hashes_to_hex` or a CSV column. None, NaN,
+        ``pd.NA`` and ``""`` are missing.
+    name : str, default "strings"
+        What the values are, for error messages (``name[row]``).
 
     Returns
     -------
@@ -2674,33 +2710,122 @@ def hex_to_hashes(
 
     Raises
     ------
+    TypeError
+        A value is neither a str nor missing; the message names its row.
     ValueError
-        A string is not hex, or longer than 16 characters; the message names it.
+        A string is not hex, is longer than 16 characters, or differs in length from
+        the first; the message names its row and value.
 
     Examples
     --------
-    >>> values, valid = hex_to_hashes(["ffffffffffffffff", None, "0a"])
+    >>> values, valid = hex_to_hashes(["ffffffffffffffff", None, "000000000000000a"])
     >>> values.tolist(), valid.tolist()
     ([18446744073709551615, 0, 10], [True, False, True])
+    >>> hex_to_hashes(["ff00", "0f"])
+    Traceback (most recent call last):
+    ...
+    ValueError: hashes must be the same length; got 4 and 2 hex characters (strings[1]).
     """
-    items = _as_list(strings)
+    import pandas as pd
+
+    if isinstance(strings, pd.Series):
+        items = strings.to_numpy(dtype=object)
+    else:
+        listed = _as_list(strings)
+        items = np.empty(len(listed), dtype=object)
+        items[:] = listed
     n = len(items)
-    values = np.zeros(n, dtype=np.uint64)
-    valid = np.ones(n, dtype=np.bool_)
-    parsed: list[int] = [0] * n
-    for i, item in enumerate(items):
-        if _is_missing(item):
-            valid[i] = False
-            continue
-        text = _check_hex(item, f"strings[{i}]")
-        if len(text) > 16:
-            raise ValueError(
-                f"strings[{i}] must be at most 16 hex characters (64 bits); got {describe(text)}."
-            )
-        parsed[i] = int(text, 16)
-    if n:
-        values[:] = parsed
-    return values, valid
+    parsed = np.zeros(n, dtype=np.uint64)
+    present: NDArray[np.bool_] = ~np.asarray(pd.isna(items), dtype=bool)
+    rows = np.flatnonzero(present)
+    if rows.size == 0:
+        return parsed, present
+    chosen = items[rows] if rows.size < n else items
+    listed = chosen.tolist()
+    try:
+        fast = _parse_uniform_hex(listed)
+    except TypeError:  # something other than a string
+        for row, item in zip(rows.tolist(), listed, strict=True):
+            if not isinstance(item, str):
+                raise TypeError(
+                    f"{name}[{row}] must be a hex string or missing; got {describe(item)}."
+                ) from None
+        raise
+    if fast is not None:  # the usual case: clean hex strings of one width
+        parsed[rows] = fast
+        return parsed, present
+    lengths = np.fromiter(map(len, listed), dtype=np.int64, count=len(listed))
+    blank = lengths == 0
+    if blank.any():
+        present[rows[blank]] = False
+        rows, chosen, lengths = rows[~blank], chosen[~blank], lengths[~blank]
+        if rows.size == 0:
+            return parsed, present
+    long = np.flatnonzero(lengths > 16)
+    if long.size:
+        row = int(rows[long[0]])
+        raise ValueError(
+            f"{name}[{row}] must be at most 16 hex characters (64 bits); "
+            f"got {describe(items[row])}."
+        )
+    widest = int(lengths.max())
+    codes = chosen.astype(f"U{widest}").view(np.uint32).reshape(rows.size, widest)
+    nibbles = _HEX_NIBBLES[np.minimum(codes, 255)]
+    inside = np.arange(widest) < lengths[:, None]
+    bad = np.flatnonzero(((nibbles == 255) & inside).any(axis=1))
+    if bad.size:
+        row = int(rows[bad[0]])
+        raise ValueError(f"{name}[{row}] must be a hex string; got {describe(items[row])}.")
+    width = int(lengths[0])
+    odd = np.flatnonzero(lengths != width)
+    if odd.size:
+        raise ValueError(
+            f"hashes must be the same length; got {width} and {int(lengths[odd[0]])} hex "
+            f"characters ({name}[{int(rows[odd[0]])}])."
+        )
+    parsed[rows] = _combine_nibbles(nibbles)
+    return parsed, present
+
+
+_HEX_NIBBLES = np.full(256, 255, dtype=np.uint8)
+for _digit in range(16):
+    _HEX_NIBBLES[ord(f"{_digit:x}")] = _digit
+    _HEX_NIBBLES[ord(f"{_digit:X}")] = _digit
+
+
+def _parse_uniform_hex(listed: list[str]) -> NDArray[np.uint64] | None:
+    """Parse strings that are all hex digits of one width <= 16; None if they are not.
+
+    The strings are joined with a newline after each, so that when (and only
+    when) they all have the same width the text is a matrix whose last column
+    is all newlines; any other newline, or any non-hex character, sends the
+    column to the general path.
+    """
+    n, width = len(listed), len(listed[0])
+    text = "\n".join(listed) + "\n"
+    if not 0 < width <= 16 or len(text) != n * (width + 1) or not text.isascii():
+        return None
+    flat = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    if not (flat[width :: width + 1] == ord("\n")).all():
+        return None
+    # Hex digits by arithmetic over the whole contiguous buffer (cheaper than a table
+    # lookup): '0'-'9' are 48-57; 'a'-'f' and 'A'-'F' are 97-102 and 65-70 (equal once
+    # bit 5 is set). The n newlines are the only other characters allowed.
+    digit = (flat - np.uint8(48)) < 10
+    letter = ((flat | np.uint8(32)) - np.uint8(97)) < 6
+    if int(np.count_nonzero(digit | letter)) != n * width:
+        return None
+    nibbles = (flat & np.uint8(15)) + np.uint8(9) * (flat >> np.uint8(6))
+    return _combine_nibbles(nibbles.reshape(n, width + 1)[:, :width])
+
+
+def _combine_nibbles(nibbles: NDArray[np.uint8]) -> NDArray[np.uint64]:
+    """Rows of up to 16 nibbles (most significant first) as uint64 values."""
+    n, width = nibbles.shape
+    padded = np.zeros((n, 16), dtype=np.uint8)
+    padded[:, 16 - width :] = nibbles
+    octets = np.ascontiguousarray((padded[:, 0::2] << 4) | padded[:, 1::2])
+    return octets.view(">u8").ravel().astype(np.uint64)
 
 
 def _as_list(values: object) -> list[object]:

@@ -357,7 +357,9 @@ def test_hashes_to_hex_short_hashes() -> None:
 
 
 def test_hex_to_hashes_missing_values() -> None:
-    values, valid = hex_to_hashes(["00000000000000ff", None, float("nan"), "", pd.NA, "FF"])
+    values, valid = hex_to_hashes(
+        ["00000000000000ff", None, float("nan"), "", pd.NA, "00000000000000FF"]
+    )
     assert values.tolist() == [255, 0, 0, 0, 0, 255]
     assert valid.tolist() == [True, False, False, False, False, True]
     series = pd.Series(["0a", None])
