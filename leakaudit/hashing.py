@@ -1785,29 +1785,43 @@ def _hash_reduced_batch(
     return phash, dhash, low_information, entries
 
 
-def bytes_digest(data: bytes) -> int:
-    """The byte digest of an encoded image (``HashTable.digest``; verification's ``bytes``).
+def bytes_digest(data: bytes | bytearray | memoryview | Iterable[bytes]) -> int:
+    """The byte digest: BLAKE2b-64 of an encoded image's bytes, as an int.
+
+    The one digest of bytes everywhere (``HashTable.digest``, the hash cache's file
+    digests, verification's ``bytes`` evidence, the report's ``digest`` column):
+    ``data`` is the bytes, or an iterable of their pieces in order (a file read in
+    pieces has the digest of its whole content).
 
     Examples
     --------
     >>> bytes_digest(b"abc") == bytes_digest(b"abc") != bytes_digest(b"abd")
     True
+    >>> bytes_digest([b"ab", b"c"]) == bytes_digest(b"abc")
+    True
     """
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+    h = hashlib.blake2b(digest_size=8)
+    for piece in data:
+        h.update(piece)
+    return int.from_bytes(h.digest(), "big")
 
 
 def image_digest(image: Image.Image) -> int:
     """The digest of an in-memory image: its mode, size and pixels.
+
+    The byte digest of ``"{mode}:{width}x{height}:"`` followed by the pixels, so two
+    images have one digest exactly when they have the same pixels in the same mode
+    (what "byte copy" means for an image that has no file).
 
     Examples
     --------
     >>> image_digest(Image.new("L", (2, 2))) != image_digest(Image.new("L", (2, 1)))
     True
     """
-    h = hashlib.blake2b(digest_size=8)
-    h.update(f"{image.mode}:{image.width}x{image.height}:".encode())
-    h.update(image.tobytes())
-    return int.from_bytes(h.digest(), "big")
+    header = f"{image.mode}:{image.width}x{image.height}:".encode()
+    return bytes_digest((header, image.tobytes()))
 
 
 def hash_image(
