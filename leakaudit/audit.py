@@ -8,11 +8,10 @@ the groups against the splits.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from leakaudit._validation import check_bool, describe
 from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
 from leakaudit.frames import frame_from_hash_table
 from leakaudit.grouping import link_labels
-from leakaudit.hashing import HashTable, OrientationHashes
+from leakaudit.hashing import HashTable, OrientationHashes, bytes_digest, image_digest
 from leakaudit.listing import (
     drop_repeated_paths,
     list_image_paths,
@@ -182,20 +181,20 @@ _IN_MEMORY_NAME = re.compile(r"<(bytes|PIL image) #\d+>")
 
 
 def source_digest(source: Any, *, max_bytes: int = MAX_FILE_BYTES) -> str | None:
-    """BLAKE2b-64 of a source's bytes as 16 hex characters (a PIL image: its mode, size, pixels).
+    """A source's digest as 16 hex characters: :func:`~leakaudit.hashing.bytes_digest` of
+    its bytes (a PIL image: :func:`~leakaudit.hashing.image_digest`, its mode, size, pixels).
 
-    A file is read in 1 MiB pieces, and only a regular file of at most
-    ``max_bytes`` (``DecodeOptions.max_file_bytes``, what the loader reads):
-    a larger one, or one that grows past it while read, has no digest (None),
-    as has one that cannot be read.
+    The same value ``HashTable.digest`` holds for the source, so a digest read here and one
+    from a table or the hash cache compare equal for the same bytes or pixels. A file is
+    read in 1 MiB pieces, and only a regular file of at most ``max_bytes``
+    (``DecodeOptions.max_file_bytes``, what the loader reads): a larger one, or one that
+    grows past it while read, has no digest (None), as has one that cannot be read.
     """
-    digest = hashlib.blake2b(digest_size=8)
     try:
         if isinstance(source, Image.Image):
-            digest.update(f"{source.mode}{source.size}".encode())
-            digest.update(source.tobytes())
+            value = image_digest(source)
         elif isinstance(source, (bytes, bytearray, memoryview)):
-            digest.update(bytes(source))
+            value = bytes_digest(source)
         elif isinstance(source, (str, os.PathLike)):
             # Non-blocking open: a named pipe swapped in must not hang the run.
             descriptor = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -203,17 +202,25 @@ def source_digest(source: Any, *, max_bytes: int = MAX_FILE_BYTES) -> str | None
                 status = os.fstat(file.fileno())
                 if not stat.S_ISREG(status.st_mode) or status.st_size > max_bytes:
                     return None
-                read = 0
-                while chunk := file.read(2**20):
-                    read += len(chunk)
-                    if read > max_bytes:
-                        return None
-                    digest.update(chunk)
+                value = bytes_digest(_pieces(file, max_bytes))
         else:
             return None
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, _OverLimit):
         return None
-    return digest.hexdigest()
+    return f"{value:016x}"
+
+
+class _OverLimit(Exception):
+    """A file grew past ``max_bytes`` while :func:`source_digest` read it."""
+
+
+def _pieces(file: Any, max_bytes: int) -> Iterator[bytes]:
+    read = 0
+    while chunk := file.read(2**20):
+        read += len(chunk)
+        if read > max_bytes:
+            raise _OverLimit
+        yield chunk
 
 
 def _fill_copy_digests(

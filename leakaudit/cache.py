@@ -84,7 +84,7 @@ cannot be written makes the run go uncached, with one warning. The cache never b
    rule. The golden-hash tests in ``tests/test_hashing.py``
    (``test_golden_png_hashes``, ``test_golden_jpeg_hashes``) fail on such a
    change; when you update their expected values, bump this constant too. (The
-   source fingerprint catches edits to ``loading.py`` and ``hashing.py`` on its
+   source fingerprint catches edits to ``loading.py`` and ``hashing/*.py`` on its
    own; the constant covers everything else.)
 """
 
@@ -350,13 +350,15 @@ class _Found:
 
 @lru_cache(maxsize=1)
 def _source_fingerprint() -> str:
-    """BLAKE2b of the code that turns bytes into hashes (``loading.py``, ``hashing.py``)."""
+    """BLAKE2b of the code that turns bytes into hashes (``loading.py``, ``hashing/*.py``)."""
     from leakaudit import hashing, loading
 
+    package = Path(hashing.__file__ or "").parent
+    files = [Path(loading.__file__ or ""), *sorted(package.glob("*.py"))]
     digest = hashlib.blake2b(digest_size=16)
-    for module in (loading, hashing):
+    for path in files:
         try:
-            digest.update(Path(module.__file__ or "").read_bytes())
+            digest.update(path.read_bytes())
         except OSError:  # a frozen or zip-imported install: HASH_VERSION alone
             digest.update(b"?")
     return digest.hexdigest()

@@ -40,10 +40,17 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._memory import return_freed_memory
-from leakaudit._validation import check_choice, check_int, describe
+from leakaudit._validation import check_choice, check_int
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.grouping import link_labels
-from leakaudit.hashing import HASH_METHODS, HashTable, hashes_to_hex, source_name
+from leakaudit.hashing import (
+    HASH_METHODS,
+    HashTable,
+    hashes_to_hex,
+    hashes_to_hex_arrow,
+    hex_to_hashes,
+    source_name,
+)
 from leakaudit.loading import DecodeOptions
 
 __all__ = [
@@ -131,10 +138,6 @@ def frame_from_hash_table(
     return frame
 
 
-# Rows up to which a hex column fits an Arrow string array (int32 offsets, 16 bytes a row).
-_ARROW_HEX_ROWS = (2**31 - 1) // 16
-
-
 def _hex_column(values: NDArray[np.uint64], present: NDArray[np.bool_]) -> Any:
     """The 16-character hex strings of ``values`` (missing where not ``present``) as a column.
 
@@ -149,21 +152,9 @@ def _hex_column(values: NDArray[np.uint64], present: NDArray[np.bool_]) -> Any:
     # future.infer_string option is set), an Arrow-backed StringDtype from pandas 3 with pyarrow.
     # Asked of pandas itself, so the column is the same on every version it supports.
     dtype = pd.Series(["0"]).dtype
-    if (
-        isinstance(dtype, pd.StringDtype)
-        and dtype.storage == "pyarrow"
-        and 0 < n <= _ARROW_HEX_ROWS
-    ):
-        import pyarrow as pa  # present: pandas stores its strings with it
-
-        text = np.ascontiguousarray(values, dtype=">u8").tobytes().hex().encode("ascii")
-        offsets = np.arange(0, 16 * (n + 1), 16, dtype=np.int32)
-        missing = int(n - np.count_nonzero(present))
-        validity = pa.py_buffer(np.packbits(present, bitorder="little")) if missing else None
-        strings = pa.StringArray.from_buffers(
-            n, pa.py_buffer(offsets), pa.py_buffer(text), validity, null_count=missing
-        )
-        return pd.array(strings, dtype=dtype)
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow" and n > 0:
+        # pyarrow is present: pandas stores its strings with it.
+        return pd.array(hashes_to_hex_arrow(values, present), dtype=dtype)
     column = np.asarray(hashes_to_hex(values), dtype=object)
     column[~present] = None
     return column
@@ -252,110 +243,6 @@ def compute_hashes(
 
 # Columns from this many rows up hand the parse's freed memory back (see _memory).
 _TRIM_ROWS = 1 << 16
-_HEX_NIBBLES = np.full(256, 255, dtype=np.uint8)
-for _digit in range(16):
-    _HEX_NIBBLES[ord(f"{_digit:x}")] = _digit
-    _HEX_NIBBLES[ord(f"{_digit:X}")] = _digit
-
-
-def _parse_hex_column(values: pd.Series, name: str) -> tuple[NDArray[np.uint64], NDArray[np.bool_]]:
-    """Parse a column of hex hashes (<= 16 hex chars, all the same length), vectorised.
-
-    The strings become one fixed-width code-point matrix (numpy's ``U`` dtype,
-    built in C), looked up as nibbles: no Python work per row beyond a type
-    check. Surrounding whitespace is ignored and blank strings are missing.
-    """
-    n = len(values)
-    parsed = np.zeros(n, dtype=np.uint64)
-    items = values.to_numpy(dtype=object)
-    present: NDArray[np.bool_] = ~np.asarray(pd.isna(items), dtype=bool)
-    rows = np.flatnonzero(present)
-    strings = items[rows] if rows.size < n else items
-    listed = strings.tolist()
-    if rows.size == 0:
-        return parsed, present
-    try:
-        fast = _parse_uniform_hex(listed)
-    except TypeError:  # something other than a string
-        for index, item in zip(rows.tolist(), listed, strict=True):
-            if type(item) is not str:
-                raise TypeError(
-                    f"{name} must hold hex strings; got {describe(item)} in row {index}."
-                ) from None
-        raise
-    if fast is not None:  # the usual case: clean hex strings of one width
-        parsed[rows] = fast
-        return parsed, present
-    text = strings.astype(str)
-    if _has_whitespace(text):
-        text = np.char.strip(text)
-    lengths = np.char.str_len(text)
-    blank = lengths == 0
-    if blank.any():
-        present[rows[blank]] = False
-        rows, text, lengths = rows[~blank], text[~blank], lengths[~blank]
-        if rows.size == 0:
-            return parsed, present
-    width = int(lengths[0])
-    if width > 16:
-        raise ValueError(
-            f"{name} must hold hashes of at most 64 bits (16 hex characters); "
-            f"got {width} characters in row {int(rows[0])}."
-        )
-    odd = np.flatnonzero(lengths != width)
-    if odd.size:
-        raise ValueError(
-            f"hashes must be the same length; got {width} and {int(lengths[odd[0]])} hex "
-            f"characters (row {int(rows[odd[0]])} of {name})."
-        )
-    codes = text.astype(f"U{width}").view(np.uint32).reshape(rows.size, width)
-    nibbles = _HEX_NIBBLES[np.minimum(codes, 255)]
-    bad = np.flatnonzero((nibbles == 255).any(axis=1))
-    if bad.size:
-        index = int(rows[bad[0]])
-        raise ValueError(f"{name} must hold hex strings; got {items[index]!r} in row {index}.")
-    parsed[rows] = _combine_nibbles(nibbles)
-    return parsed, present
-
-
-def _parse_uniform_hex(listed: list[str]) -> NDArray[np.uint64] | None:
-    """Parse strings that are all hex digits of one width <= 16; None if they are not.
-
-    The strings are joined with a newline after each, so that when (and only
-    when) they all have the same width the text is a matrix whose last column
-    is all newlines; any other newline, or any non-hex character, sends the
-    column to the general path.
-    """
-    n, width = len(listed), len(listed[0])
-    text = "\n".join(listed) + "\n"
-    if not 0 < width <= 16 or len(text) != n * (width + 1) or not text.isascii():
-        return None
-    flat = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    if not (flat[width :: width + 1] == ord("\n")).all():
-        return None
-    # Hex digits by arithmetic over the whole contiguous buffer (cheaper than a table
-    # lookup): '0'-'9' are 48-57; 'a'-'f' and 'A'-'F' are 97-102 and 65-70 (equal once
-    # bit 5 is set). The n newlines are the only other characters allowed.
-    digit = (flat - np.uint8(48)) < 10
-    letter = ((flat | np.uint8(32)) - np.uint8(97)) < 6
-    if int(np.count_nonzero(digit | letter)) != n * width:
-        return None
-    nibbles = (flat & np.uint8(15)) + np.uint8(9) * (flat >> np.uint8(6))
-    return _combine_nibbles(nibbles.reshape(n, width + 1)[:, :width])
-
-
-def _combine_nibbles(nibbles: NDArray[np.uint8]) -> NDArray[np.uint64]:
-    """Rows of up to 16 nibbles (most significant first) as uint64 values."""
-    n, width = nibbles.shape
-    padded = np.zeros((n, 16), dtype=np.uint8)
-    padded[:, 16 - width :] = nibbles
-    octets = np.ascontiguousarray((padded[:, 0::2] << 4) | padded[:, 1::2])
-    return octets.view(">u8").ravel().astype(np.uint64)
-
-
-def _has_whitespace(text: NDArray[np.str_]) -> bool:
-    codes = text.view(np.uint32)
-    return bool(np.isin(codes, [9, 10, 11, 12, 13, 32]).any())
 
 
 def hash_values_from_frame(
@@ -366,7 +253,7 @@ def hash_values_from_frame(
         raise ValueError(
             f"hash_df must have a {column!r} column; got columns {list(hash_df.columns)}."
         )
-    values, valid = _parse_hex_column(hash_df[column], column)
+    values, valid = hex_to_hashes(hash_df[column], name=column)
     if values.size >= _TRIM_ROWS:
         # The parse's text copies and masks (about 100 bytes a row) go back to the system
         # rather than staying in the heap, scattered, under whatever comes next.

@@ -104,6 +104,7 @@ from leakaudit.hashing import (
     HashTable,
     OrientationHashes,
     apply_on_error,
+    hashes_to_hex_arrow,
 )
 from leakaudit.loading import DecodeOptions, resolve_decode
 from leakaudit.policy import DEFAULT_METHOD, ThresholdSpec, resolve_threshold
@@ -264,21 +265,6 @@ def _uint64_array(pa: Any, values: NDArray[np.uint64], present: NDArray[np.bool_
     return pa.array(values, type=pa.uint64(), mask=~np.asarray(present, dtype=bool))
 
 
-def _hex_array(pa: Any, values: NDArray[np.uint64], present: NDArray[np.bool_]) -> Any:
-    """16 lowercase hex characters per value, built from buffers (no Python string per row)."""
-    n = len(values)
-    text = np.ascontiguousarray(values, dtype=np.uint64).astype(">u8").tobytes().hex()
-    offsets = np.arange(0, 16 * (n + 1), 16, dtype=np.int32)
-    strings = pa.StringArray.from_buffers(
-        n, pa.py_buffer(offsets.tobytes()), pa.py_buffer(text.encode("ascii"))
-    )
-    if present.all():
-        return strings
-    import pyarrow.compute as pc
-
-    return pc.if_else(pa.array(present, type=pa.bool_()), strings, pa.scalar(None, pa.string()))
-
-
 def _text_array(pa: Any, values: Sequence[Any]) -> Any:
     """A text column: ``string``, or ``binary`` when a value is not valid UTF-8.
 
@@ -378,8 +364,8 @@ def hash_shard_table(
         columns["path"] = _text_array(pa, paths)
     columns["low_information"] = pa.array(low, type=pa.bool_())
     columns["digest"] = _uint64_array(pa, digest_values, digest_present)
-    columns["phash_hex"] = _hex_array(pa, table.phash, valid)
-    columns["dhash_hex"] = _hex_array(pa, table.dhash, valid)
+    columns["phash_hex"] = hashes_to_hex_arrow(table.phash, valid)
+    columns["dhash_hex"] = hashes_to_hex_arrow(table.dhash, valid)
     if table.orientations is not None:
         entries = table.orientations
         columns["orientation_phash"] = _entry_lists(pa, entries.owner, entries.phash, n)

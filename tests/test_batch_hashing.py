@@ -424,7 +424,7 @@ def test_a_pixel_budget_splits_the_decoding(
         expected = hash_sources(
             sources, decode=options, workers=1, on_error="ignore", dihedral=True
         )
-        monkeypatch.setattr(hashing, "_BATCH_PIXELS", 50_000)  # a few images per decode
+        monkeypatch.setattr(hashing._batch, "_BATCH_PIXELS", 50_000)  # a few images per decode
         split = hash_sources(sources, decode=options, workers=1, on_error="ignore", dihedral=True)
     assert np.array_equal(split.phash, expected.phash) and split.errors == expected.errors
     assert split.orientations is not None and expected.orientations is not None

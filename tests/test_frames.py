@@ -12,6 +12,7 @@ from PIL import Image
 
 from leakaudit import UnreadableImageWarning, compute_hashes, find_duplicate_groups
 from leakaudit.demo import photo_like_image
+from leakaudit.hashing import hex_to_hashes
 
 
 def test_seed_example_groups() -> None:
@@ -166,23 +167,48 @@ def test_compute_hashes_bad_arguments(tmp_path: Path) -> None:
             st.one_of(
                 st.none(),
                 st.just(""),
-                st.text("0123456789abcdefABCDEF", min_size=width, max_size=width).map(
-                    lambda text: text if len(text) % 3 else f" {text}\t"
-                ),
+                st.text("0123456789abcdefABCDEF", min_size=width, max_size=width),
             ),
             max_size=40,
         )
     )
 )
 def test_hex_parse_matches_int_per_row(values: list[str | None]) -> None:
-    """The vectorised parse of a hash column agrees with int(text, 16) row by row."""
+    """The vectorised parse of a hash column agrees with int(text, 16) row by row, and
+    with hashing.hex_to_hashes: one rule for hex hashes (issue 26.1)."""
     from leakaudit.frames import hash_values_from_frame
 
     parsed, valid = hash_values_from_frame(pd.DataFrame({"hash": pd.Series(values, dtype=object)}))
     for value, number, ok in zip(values, parsed.tolist(), valid.tolist(), strict=True):
-        text = (value or "").strip()
-        assert ok == bool(text)
-        assert number == (int(text, 16) if text else 0)
+        assert ok == bool(value)
+        assert number == (int(value, 16) if value else 0)
+    same, same_valid = hex_to_hashes(values)
+    assert np.array_equal(same, parsed) and np.array_equal(same_valid, valid)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (" 00ff", r"hash\[2\] must be a hex string; got ' 00ff'"),
+        ("00ff\t", r"hash\[2\] must be a hex string; got '00ff\\t'"),
+        ("0x00ff", r"hash\[2\] must be a hex string; got '0x00ff'"),
+        ("0f", r"same length; got 4 and 2 hex characters \(hash\[2\]\)"),
+        ("f" * 17, r"hash\[2\] must be at most 16 hex characters"),
+        (b"00ff", r"hash\[2\] must be a hex string or missing; got b'00ff'"),
+    ],
+)
+def test_hex_column_and_hex_to_hashes_share_one_rule(bad: object, message: str) -> None:
+    """Issue 26.1: frames' hex parse stripped whitespace and demanded one width while
+    hashing.hex_to_hashes rejected whitespace and took any width; now both reject both,
+    naming the row and the value."""
+    from leakaudit.frames import hash_values_from_frame
+
+    column = ["00ff", None, bad, "abcd"]
+    error = TypeError if isinstance(bad, bytes) else ValueError
+    with pytest.raises(error, match=message):
+        hash_values_from_frame(pd.DataFrame({"hash": pd.Series(column, dtype=object)}))
+    with pytest.raises(error, match=message):
+        hex_to_hashes(column, name="hash")
 
 
 def test_in_memory_images_have_one_naming_scheme() -> None:

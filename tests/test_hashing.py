@@ -200,7 +200,8 @@ def test_thumbnails_of_views_and_every_pass_order() -> None:
 def test_pillow_fallback_gives_the_same_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
     images = [imagegen.photo_like(s, (150 + 37 * s, 100 + 50 * s)) for s in range(4)]
     expected = [hash_image(image) for image in images]
-    monkeypatch.setattr(hashing, "_pillow_pass_order", lambda: None)
+    for module in (hashing._maths, hashing._batch):  # the per-image and the stacked resize
+        monkeypatch.setattr(module, "_pillow_pass_order", lambda: None)
     assert [hash_image(image) for image in images] == expected
     _assert_thumbnails_equal_pillow(np.asarray(images[0].convert("L")))
 
@@ -357,7 +358,9 @@ def test_hashes_to_hex_short_hashes() -> None:
 
 
 def test_hex_to_hashes_missing_values() -> None:
-    values, valid = hex_to_hashes(["00000000000000ff", None, float("nan"), "", pd.NA, "FF"])
+    values, valid = hex_to_hashes(
+        ["00000000000000ff", None, float("nan"), "", pd.NA, "00000000000000FF"]
+    )
     assert values.tolist() == [255, 0, 0, 0, 0, 255]
     assert valid.tolist() == [True, False, False, False, False, True]
     series = pd.Series(["0a", None])
@@ -368,6 +371,24 @@ def test_hex_to_hashes_missing_values() -> None:
 def test_hex_to_hashes_rejects_malformed_strings_by_name(bad: str) -> None:
     with pytest.raises(ValueError, match=r"strings\[1\]"):
         hex_to_hashes(["00", bad])
+
+
+# ------------------------------------------------------------------------ popcount
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=24))
+def test_popcount_fallback_agrees_with_int_bit_count(values: list[int]) -> None:
+    """Issue 26.1: numpy 1.x's lookup-table path of popcount64 counts as int.bit_count,
+    for every shape the callers pass (flat, broadcast 2-D blocks, a 0-d scalar)."""
+    flat = np.array(values, dtype=np.uint64)
+    expected = [v.bit_count() for v in values]
+    assert hashing._popcount64_table(flat).tolist() == expected
+    assert hashing.popcount64(flat).tolist() == expected
+    block = flat[:, None] ^ flat[None, :]
+    assert np.array_equal(hashing._popcount64_table(block), hashing.popcount64(block))
+    assert hashing._popcount64_table(block).shape == block.shape
+    assert int(hashing._popcount64_table(flat[0])) == expected[0]
 
 
 # ------------------------------------------------------------------------ hamming

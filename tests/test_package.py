@@ -65,25 +65,46 @@ def test_every_public_name_is_in_all() -> None:
 
 
 def _core_modules() -> list[str]:
-    names = [info.name for info in pkgutil.iter_modules(leakaudit.__path__, "leakaudit.")]
-    return sorted(n for n in names if n not in ("leakaudit.__main__", "leakaudit.adapters"))
+    """Every module of the core, sub-packages' modules included (``leakaudit.hashing._maths``)."""
+    names = [info.name for info in pkgutil.walk_packages(leakaudit.__path__, "leakaudit.")]
+    return sorted(
+        n
+        for n in names
+        if n != "leakaudit.__main__"
+        and n != "leakaudit.adapters"
+        and not n.startswith("leakaudit.adapters.")
+    )
 
 
 def _package_files() -> list[Path]:
     root = Path(leakaudit.__file__).parent
     adapters = Path(importlib.import_module("leakaudit.adapters").__file__ or "").parent
-    return sorted([*root.glob("*.py"), *adapters.glob("*.py")])
+    return sorted([*root.rglob("*.py"), *adapters.glob("*.py")])
+
+
+def _module_name(path: Path) -> str:
+    """``leakaudit/hashing/_maths.py`` -> ``leakaudit.hashing._maths``."""
+    parts = path.relative_to(Path(leakaudit.__file__).parent.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 @pytest.mark.parametrize("path", _package_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_cross_module_imports_use_exported_names(path: Path) -> None:
-    """A module imports from another only what that module exports (a real boundary)."""
+    """A module imports from another only what that module exports (a real boundary).
+
+    The private modules of one sub-package (``leakaudit/hashing/_*.py``) are one unit:
+    they share their private names with one another and with their ``__init__``.
+    """
+    own = _module_name(path)
+    package = own.rsplit(".", 1)[0] if path.name != "__init__.py" else own
     problems = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if not (isinstance(node, ast.ImportFrom) and node.module):
             continue
         if not node.module.startswith("leakaudit"):
             continue
+        if package != "leakaudit" and node.module.startswith(package + "."):
+            continue  # a sibling in the same sub-package
         module = importlib.import_module(node.module)
         if hasattr(module, "__path__"):
             continue  # a package: its submodules are imported by name
@@ -137,16 +158,27 @@ def test_every_install_hint_names_a_declared_extra() -> None:
 
 
 def test_popcount_has_one_home() -> None:
-    """Issue 25.9 / 26.1: np.bitwise_count (numpy >= 2) is called only by hashing.popcount64."""
+    """Issue 25.9 / 26.1: popcounts of hash arrays all go through hashing.popcount64, the
+    one caller of np.bitwise_count (numpy >= 2) and owner of the numpy 1.x lookup table."""
     root = Path(__file__).resolve().parents[1]
-    callers = [
-        path.name
-        for folder in ("leakaudit", "adapters")
-        for path in sorted((root / folder).glob("*.py"))
-        if "np.bitwise_count(" in path.read_text() and path.name != "hashing.py"
-    ]
-    assert callers == []
-    assert (root / "leakaudit" / "hashing.py").read_text().count("np.bitwise_count(") == 1
+    home = root / "leakaudit" / "hashing" / "_bits.py"
+    for pattern in ("np.bitwise_count(", "unpackbits(", "_POPCOUNT_LUT = "):
+        callers = [
+            str(path.relative_to(root))
+            for folder in ("leakaudit", "adapters")
+            for path in sorted((root / folder).rglob("*.py"))
+            if pattern in path.read_text() and path != home
+        ]
+        assert callers == [], pattern
+    assert home.read_text().count("np.bitwise_count(") == 1
+
+
+def test_hashing_modules_stay_small() -> None:
+    """Issue 26.4: the hashing package is split by job, no module over ~1,200 lines."""
+    package = Path(leakaudit.__file__).parent / "hashing"
+    sizes = {p.name: len(p.read_text().splitlines()) for p in package.glob("*.py")}
+    assert len(sizes) >= 6, sizes
+    assert max(sizes.values()) <= 1200, sizes
 
 
 def test_module_level_imports_have_no_cycle() -> None:
@@ -154,8 +186,8 @@ def test_module_level_imports_have_no_cycle() -> None:
     imports included (imports inside functions, kept lazy, are not counted here)."""
     package = Path(__file__).resolve().parents[1] / "leakaudit"
     graph: dict[str, set[str]] = {}
-    for path in package.glob("*.py"):
-        name = f"leakaudit.{path.stem}" if path.stem != "__init__" else "leakaudit"
+    for path in package.rglob("*.py"):
+        name = _module_name(path)
         found: set[str] = set()
         nodes = list(ast.parse(path.read_text(encoding="utf-8")).body)
         while nodes:  # module level, including `if TYPE_CHECKING:` blocks

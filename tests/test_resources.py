@@ -284,7 +284,7 @@ def submitted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 def test_pool_keeps_few_chunks_in_flight_and_equals_serial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, submitted: list[int]
 ) -> None:
-    monkeypatch.setattr(hashing, "POOL_CHUNKS_PER_WORKER", 2)
+    monkeypatch.setattr(hashing._pool, "POOL_CHUNKS_PER_WORKER", 2)
     sources = _batch(tmp_path)
     with pytest.raises(ImageLoadError) as info:
         hash_sources(sources, workers=2, on_error="raise")

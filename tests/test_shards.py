@@ -339,7 +339,7 @@ def test_schema_errors_name_the_file(tmp_path: Path) -> None:
         "p.parquet",
         _minimal(["x", "y"], phash=pa.array(["00ff00ff00ff00ff", "zz"])),
     )
-    with pytest.raises(ValueError, match=r"d/p.parquet: .*row 1"):
+    with pytest.raises(ValueError, match=r"d/p.parquet: phash\[1\] must be a hex string; got .zz."):
         read_hash_shards(bad_hex.parent)
 
     int_ids = _write(tmp_path / "e", "p.parquet", _minimal(["x"], id=pa.array([7])))
@@ -745,6 +745,26 @@ def test_source_digest_skips_files_over_the_limit(tmp_path: Path) -> None:
     assert source_digest(small, max_bytes=3_000_000) == expected
     os.mkfifo(tmp_path / "pipe")
     assert source_digest(tmp_path / "pipe") is None  # not a regular file: never blocks
+
+
+def test_source_digest_is_the_tables_digest(tmp_path: Path) -> None:
+    """Issue 26.1: one byte digest. audit.source_digest hashed a PIL image under another
+    prefix than hashing.image_digest (HashTable.digest), so a shard row whose digest came
+    from hashing and a row digested from ``images=`` disagreed on the same pixels."""
+    from leakaudit.audit import source_digest
+    from leakaudit.hashing import bytes_digest, hash_sources, image_digest
+
+    image = imagegen.photo_like(5)
+    assert source_digest(image) == f"{image_digest(image):016x}"
+    data = b"\x89PNG not really" * 1000
+    assert source_digest(data) == f"{bytes_digest(data):016x}"
+    path = tmp_path / "a.png"
+    image.save(path)
+    solid = Image.new("RGB", (40, 30), (200, 10, 10))  # low information: the table has its digest
+    table = hash_sources([solid, path.read_bytes()], workers=1)
+    assert bool(table.low_information[0])
+    assert source_digest(solid) == f"{int(table.digest[0]):016x}"
+    assert source_digest(path) == f"{bytes_digest(path.read_bytes()):016x}"
 
 
 # ------------------------------------------------------ empty orientation lists (issue 23)

@@ -1,0 +1,619 @@
+"""Entry geometry: the dihedral turns, crop boxes, rotations and content boxes an image is
+hashed under besides as a whole, and which kind of entry each row holds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+from PIL import Image
+
+from leakaudit.hashing._maths import (
+    _DCT_LOW,
+    _HASH_SIDE,
+    _MEDIAN_LOW,
+    _PHASH_SIZE,
+    _hashes_from_thumbnails,
+    _lanczos_weights,
+    _row_medians,
+    _thumbnails,
+)
+from leakaudit.loading import (
+    Box,
+)
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = [
+    "CROP_BOXES",
+    "CROP_ROTATIONS",
+    "CROP_SCALES",
+    "MAX_ORIENTATIONS",
+    "N_CROP_ENTRIES",
+    "N_EXTRA_ENTRIES",
+    "N_ROTATION_ENTRIES",
+    "content_box",
+    "dihedral_orientations",
+    "entry_kinds",
+    "triangle_weights",
+    "turned_view",
+    "whole_and_crop_hashes",
+    "whole_hashes",
+]
+
+
+# ------------------------------------------------------------ dihedral matching
+
+#: Decisions of the canonical orientation closer to a tie than this fraction of
+#: the low band's AC energy (RMS over the 63 coefficients, times sqrt(63)) also
+#: index the other choice, so that a flipped copy whose JPEG noise tips a
+#: near-tie the other way still shares an orientation. Chosen by measurement
+#: (benchmarks/bench_dihedral.py).
+DIHEDRAL_MARGIN = 0.02
+
+
+def _oriented(
+    pixels: NDArray[np.uint8], box: Box | None, code: int
+) -> tuple[NDArray[np.uint8], Box | None]:
+    """The pixels (a view) and box turned by one of the 8 dihedral transforms.
+
+    ``code`` bit 1: transpose (first); bit 2: mirror left-right; bit 4: flip
+    top-bottom. Every rotation and reflection of a rectangle is one of these.
+    """
+    if code == 0:
+        return pixels, box
+    height, width = pixels.shape
+    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
+    if code & 1:
+        pixels = pixels.T
+        left, top, right, bottom = top, left, bottom, right
+        height, width = width, height
+    if code & 2:
+        pixels = pixels[:, ::-1]
+        left, right = width - right, width - left
+    if code & 4:
+        pixels = pixels[::-1, :]
+        top, bottom = height - bottom, height - top
+    return pixels, (left, top, right, bottom)
+
+
+def dihedral_orientations(ac: NDArray[np.float64], margin: float = DIHEDRAL_MARGIN) -> list[int]:
+    """The canonical orientation code(s) of an image from its low-band DCT coefficients.
+
+    The canonical orientation makes the first horizontal and vertical cosine
+    coefficients non-negative (the image's brighter side left and top) with the
+    horizontal one the larger in magnitude. A mirror negates one of them, a
+    transposition swaps them, so all 8 rotations and reflections of an image
+    share one canonical orientation. The first code is the canonical one; any
+    further codes are the other choices of decisions within ``margin`` of a tie.
+    """
+    a, b = float(ac[1]), float(ac[_HASH_SIDE])  # coefficients (0, 1) and (1, 0)
+    tie = margin * math.sqrt(float(ac @ ac))
+    transposes = [abs(a) < abs(b)]
+    if abs(abs(a) - abs(b)) < tie:
+        transposes.append(not transposes[0])
+    codes: list[int] = []
+    for transpose in transposes:
+        x, y = (b, a) if transpose else (a, b)
+        mirrors = [x < 0] + ([x >= 0] if abs(x) < tie else [])
+        flips = [y < 0] + ([y >= 0] if abs(y) < tie else [])
+        codes.extend(int(transpose) | 2 * m | 4 * f for m in mirrors for f in flips)
+    return list(dict.fromkeys(codes))
+
+
+def _dihedral_entries(
+    pixels: NDArray[np.uint8], box: Box | None, identity: tuple[int, int, NDArray[np.float64]]
+) -> list[tuple[int, int]]:
+    """``(phash, dhash)`` of the image in each canonical-orientation candidate."""
+    phash, dhash, ac = identity
+    entries: list[tuple[int, int]] = []
+    for code in dihedral_orientations(ac):
+        if code == 0:
+            entries.append((phash, dhash))
+        else:
+            turned_phash, turned_dhash, _ = _hashes_from_thumbnails(
+                *_thumbnails(*_oriented(pixels, box, code))
+            )
+            entries.append((turned_phash, turned_dhash))
+    return entries
+
+
+# ------------------------------------------------------- crop and rotation entries
+
+#: The crop entries: (side kept, positions per axis). Each keeps that fraction of the
+#: image's width and height, at positions spread evenly from one edge to the other
+#: (3 x 3 or 4 x 4 of them). Chosen by the recall of the candidate net on 5% and 15%
+#: crops against the false candidates it adds (``benchmarks/RESULTS.md``, "The
+#: verified cascade"); smaller crops (0.80) also matched different framings of one
+#: scene (two crops of one photo overlapping by IoU 0.6).
+CROP_SCALES = ((0.95, 3), (0.85, 4))
+#: Rotations (degrees) of the rotation entries, each hashed over its centre 85%.
+CROP_ROTATIONS = (3.0, -3.0, 6.0, -6.0)
+_ROTATION_KEEP = 0.85
+_BASE_SIDE = 32
+
+
+def _crop_boxes() -> list[tuple[float, float, float, float]]:
+    boxes = []
+    for keep, positions in CROP_SCALES:
+        margin = 1.0 - keep
+        steps = [k / (positions - 1) for k in range(positions)]
+        for fy in steps:
+            for fx in steps:
+                boxes.append((fx * margin, fy * margin, fx * margin + keep, fy * margin + keep))
+    return boxes
+
+
+#: The crop entries' regions, ``(left, top, right, bottom)`` as fractions of the image.
+CROP_BOXES = _crop_boxes()
+#: Entries a row has beyond its orientation entries when ``crop_entries`` is on: its
+#: hashes as it is, its content's (:func:`content_box`), the crops (in
+#: :data:`CROP_SCALES` order, rows of positions), then the rotations; all of the image
+#: as it is (not turned: a canonical orientation is decided by the low band, which a
+#: crop can tip, and then the crops of the original and the copy would sit in
+#: different orientations).
+N_CROP_ENTRIES = len(CROP_BOXES)
+N_ROTATION_ENTRIES = len(CROP_ROTATIONS)
+N_EXTRA_ENTRIES = 2 + N_CROP_ENTRIES + N_ROTATION_ENTRIES
+
+
+def triangle_weights(
+    n_out: int, low: float, high: float, n_in: int = _BASE_SIDE
+) -> NDArray[np.float64]:
+    """Rows of weights resampling ``[low, high)`` of ``n_in`` samples to ``n_out`` (antialiased).
+
+    The triangle filter of Pillow's BILINEAR resize (its support widened by the
+    scale when reducing), as an ``(n_out, n_in)`` matrix whose rows sum to 1.
+
+    Examples
+    --------
+    >>> triangle_weights(2, 0.0, 4.0, 4).round(3).tolist()
+    [[0.429, 0.429, 0.143, 0.0], [0.0, 0.143, 0.429, 0.429]]
+    """
+    scale = (high - low) / n_out
+    support = max(1.0, scale)
+    centres = low + (np.arange(n_out) + 0.5) * scale
+    weights = np.clip(1.0 - np.abs(np.arange(n_in) + 0.5 - centres[:, None]) / support, 0.0, None)
+    normalised: NDArray[np.float64] = weights / weights.sum(axis=1, keepdims=True)
+    return normalised
+
+
+def _entry_matrices(
+    boxes: Sequence[tuple[float, float, float, float]],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per box: the DCT-of-resample matrices of pHash (rows, columns) and the dHash strip's."""
+    side = float(_BASE_SIDE)
+    rows = [_DCT_LOW @ triangle_weights(_PHASH_SIZE, b[1] * side, b[3] * side) for b in boxes]
+    cols = [_DCT_LOW @ triangle_weights(_PHASH_SIZE, b[0] * side, b[2] * side) for b in boxes]
+    strip_rows = [triangle_weights(_HASH_SIDE, b[1] * side, b[3] * side) for b in boxes]
+    strip_cols = [triangle_weights(_HASH_SIDE + 1, b[0] * side, b[2] * side) for b in boxes]
+    return (
+        np.stack(rows),
+        np.ascontiguousarray(np.stack(cols).transpose(0, 2, 1)),
+        np.stack(strip_rows),
+        np.ascontiguousarray(np.stack(strip_cols).transpose(0, 2, 1)),
+    )
+
+
+_CROP_MATRICES = _entry_matrices(CROP_BOXES)
+_CENTRE_MARGIN = (1.0 - _ROTATION_KEEP) / 2
+_ROTATION_MATRICES = _entry_matrices(
+    [(_CENTRE_MARGIN, _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN)]
+)
+
+
+def _packed_rows(bits: NDArray[np.bool_]) -> NDArray[np.uint64]:
+    """Each row of 64 bits as one uint64, first bit the most significant (as :func:`_pack_bits`)."""
+    packed: NDArray[np.uint64] = (
+        np.packbits(np.ascontiguousarray(bits), axis=1).view(">u8").ravel().astype(np.uint64)
+    )
+    return packed
+
+
+def _entries_from_rows(
+    low: NDArray[np.float64], strip: NDArray[np.float64]
+) -> list[tuple[int, int]]:
+    """Hashes from per-entry low bands ``(k, 8, 8)`` and dHash strips ``(k, 8, 9)``."""
+    k = len(low)
+    flat = low.reshape(k, -1)
+    middle = np.partition(flat, (_MEDIAN_LOW, _MEDIAN_LOW + 1), axis=1)
+    median = (middle[:, _MEDIAN_LOW] + middle[:, _MEDIAN_LOW + 1]) / 2.0
+    phash = _packed_rows(flat > median[:, None])
+    dhash = _packed_rows((strip[:, :, 1:] > strip[:, :, :-1]).reshape(k, -1))
+    return list(zip(phash.tolist(), dhash.tolist(), strict=True))
+
+
+def _entries_from_base(
+    base: NDArray[np.float64],
+    matrices: tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]
+    ],
+) -> list[tuple[int, int]]:
+    """Hashes of every box of ``matrices`` on one base."""
+    rows, cols, strip_rows, strip_cols = matrices
+    k = len(rows)
+    # One GEMM for every entry's row pass (small enough for BLAS to stay on one
+    # thread, see _matmul), then the small per-entry column pass.
+    low = np.matmul((rows.reshape(-1, _BASE_SIDE) @ base).reshape(k, _HASH_SIDE, -1), cols)
+    strip = np.matmul(
+        (strip_rows.reshape(-1, _BASE_SIDE) @ base).reshape(k, _HASH_SIDE, -1), strip_cols
+    )
+    return _entries_from_rows(low, strip)
+
+
+def _entries_from_bases(
+    bases: NDArray[np.float64],
+    matrices: tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]
+    ],
+) -> list[tuple[int, int]]:
+    """Hashes of the one box of ``matrices`` on each of several bases ``(m, 64, 64)``."""
+    rows, cols, strip_rows, strip_cols = matrices
+    low = np.matmul(np.matmul(rows[0], bases), cols[0])
+    strip = np.matmul(np.matmul(strip_rows[0], bases), strip_cols[0])
+    return _entries_from_rows(low, strip)
+
+
+def _rotation_gather(angle: float) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Flat source indices (4, n) and bilinear weights (4, n) rotating the base by ``angle``.
+
+    Counter-clockwise about the centre, as ``PIL.Image.rotate``; outside the
+    base the image reads as black (weight 0), like Pillow's fill.
+    """
+    side = _BASE_SIDE
+    theta = math.radians(angle)
+    centre = side / 2.0
+    ys, xs = np.mgrid[0:side, 0:side].astype(np.float64) + 0.5
+    # Inverse map: the source position of each output pixel.
+    dx, dy = xs - centre, ys - centre
+    sx = math.cos(theta) * dx - math.sin(theta) * dy + centre - 0.5
+    sy = math.sin(theta) * dx + math.cos(theta) * dy + centre - 0.5
+    x0, y0 = np.floor(sx), np.floor(sy)
+    fx, fy = sx - x0, sy - y0
+    indices, weights = [], []
+    for oy, ox, weight in (
+        (0, 0, (1 - fx) * (1 - fy)),
+        (0, 1, fx * (1 - fy)),
+        (1, 0, (1 - fx) * fy),
+        (1, 1, fx * fy),
+    ):
+        x, y = (x0 + ox).astype(np.intp), (y0 + oy).astype(np.intp)
+        inside = (x >= 0) & (x < side) & (y >= 0) & (y < side)
+        indices.append(np.where(inside, y * side + x, 0).ravel())
+        weights.append(np.where(inside, weight, 0.0).ravel())
+    return np.stack(indices), np.stack(weights)
+
+
+_ROTATION_GATHERS = [_rotation_gather(angle) for angle in CROP_ROTATIONS]
+# All rotations in one gather: (rotations, 4 neighbours, pixels).
+_ROTATION_INDICES = np.stack([indices for indices, _ in _ROTATION_GATHERS])
+_ROTATION_WEIGHTS = np.stack([weights for _, weights in _ROTATION_GATHERS])
+
+
+def _crop_entries_of_thumbnail(thumb: NDArray[np.float64]) -> list[tuple[int, int]]:
+    """The crop and rotation entries from the image's 32 x 32 pHash thumbnail.
+
+    Not Pillow's exact resampling of each region (the whole-image hashes are):
+    every entry is two small products on the thumbnail the pHash already made
+    (enough for the 8 x 8 low band of an 85% crop), so all of them cost about
+    as much as one exact thumbnail. They only propose candidates, which
+    verification decides.
+    """
+    base = np.ascontiguousarray(thumb, dtype=np.float64)
+    entries = _entries_from_base(base, _CROP_MATRICES)
+    rotated = (base.ravel()[_ROTATION_INDICES] * _ROTATION_WEIGHTS).sum(axis=1)
+    rotated = rotated.reshape(len(CROP_ROTATIONS), _BASE_SIDE, _BASE_SIDE)
+    return entries + _entries_from_bases(rotated, _ROTATION_MATRICES)
+
+
+#: Flat images (see :func:`_uses_pixel_entries`) at most this many pixels on their
+#: longer side (after the reduced decode) have their crop and rotation entries
+#: resampled from their own pixels rather than from the 32 x 32 thumbnail.
+PIXEL_ENTRY_MAX_SIDE = 64
+#: ... when at least this share of their pixels has one grey level (a sprite's or an
+#: icon's background; measured on the closure set's bases: photos <= 0.29, sprites and
+#: icons 0.25-0.81, median 0.67 and 0.57).
+PIXEL_ENTRY_FLAT_SHARE = 0.3
+_CENTRE_BOX = ((_CENTRE_MARGIN, _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN, 1.0 - _CENTRE_MARGIN),)
+_FracBox = tuple[float, float, float, float]
+
+
+def _uses_pixel_entries(pixels: NDArray[np.uint8]) -> bool:
+    """Whether an image's crop and rotation entries are resampled from its pixels.
+
+    Small flat graphics (sprites, icons): their sharp edges resample so differently
+    on the thumbnail (a triangle filter) and in Pillow's Lanczos (ringing, clipped
+    each pass) that the thumbnail's entries pair 4-13% of their 15% crops against
+    74-100% from the pixels (``benchmarks/RESULTS.md``, section 10, session 9).
+    Photos keep the thumbnail's entries: from the pixels they also pair framings
+    of one scene that lie inside one another.
+    """
+    if max(pixels.shape) > PIXEL_ENTRY_MAX_SIDE or pixels.size == 0:
+        return False
+    counts = np.bincount(np.asarray(pixels).ravel(), minlength=256)
+    return bool(counts.max() >= PIXEL_ENTRY_FLAT_SHARE * pixels.size)
+
+
+@lru_cache(maxsize=256)
+def _pixel_entry_plan(
+    height: int, width: int, box: Box | None, boxes: tuple[_FracBox, ...]
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.intp],
+    NDArray[np.intp],
+]:
+    """Pillow's Lanczos coefficients of each box's rows and columns, for one image size.
+
+    Returns the row passes of every distinct vertical span stacked (pHash 32 rows
+    each, dHash 8 rows each), the column passes per distinct horizontal span
+    (transposed: ``(spans, width, 32)`` and ``(spans, width, 9)``), and each box's
+    vertical and horizontal span index.
+    """
+    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
+    box_width, box_height = right - left, bottom - top
+    vertical = sorted({(b[1], b[3]) for b in boxes})
+    horizontal = sorted({(b[0], b[2]) for b in boxes})
+
+    def rows_of(span: tuple[float, float]) -> tuple[float, float]:
+        return top + span[0] * box_height, top + span[1] * box_height
+
+    def columns_of(span: tuple[float, float]) -> tuple[float, float]:
+        return left + span[0] * box_width, left + span[1] * box_width
+
+    rows = np.concatenate([_lanczos_weights(height, _PHASH_SIZE, rows_of(v)) for v in vertical])
+    strip_rows = np.concatenate(
+        [_lanczos_weights(height, _HASH_SIDE, rows_of(v)) for v in vertical]
+    )
+    cols = np.stack([_lanczos_weights(width, _PHASH_SIZE, columns_of(h)).T for h in horizontal])
+    strip_cols = np.stack(
+        [_lanczos_weights(width, _HASH_SIDE + 1, columns_of(h)).T for h in horizontal]
+    )
+    which_rows = np.array([vertical.index((b[1], b[3])) for b in boxes], dtype=np.intp)
+    which_cols = np.array([horizontal.index((b[0], b[2])) for b in boxes], dtype=np.intp)
+    return rows, strip_rows, cols, strip_cols, which_rows, which_cols
+
+
+def _pixel_box_entries(
+    pixels: NDArray[np.uint8], box: Box | None, boxes: tuple[_FracBox, ...]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """pHash and dHash of each fractional box of the region ``box``, from the pixels.
+
+    Each box is resampled as Pillow's LANCZOS ``resize(..., box=)`` does it, one pass
+    then the other, each rounded and clipped to 0..255 (close to Pillow's results,
+    not bit-identical: these entries only propose candidates).
+    """
+    height, width = pixels.shape
+    rows, strip_rows, cols, strip_cols, which_rows, which_cols = _pixel_entry_plan(
+        height, width, box, boxes
+    )
+    source = np.asarray(pixels, dtype=np.float64)
+    spans = len(rows) // _PHASH_SIZE
+    first = np.clip(np.rint(rows @ source), 0.0, 255.0).reshape(spans, _PHASH_SIZE, width)
+    strip_first = np.clip(np.rint(strip_rows @ source), 0.0, 255.0)
+    strip_first = strip_first.reshape(spans, _HASH_SIDE, width)
+    thumbs = np.clip(np.rint(np.matmul(first[which_rows], cols[which_cols])), 0.0, 255.0)
+    strips = np.clip(
+        np.rint(np.matmul(strip_first[which_rows], strip_cols[which_cols])), 0.0, 255.0
+    )
+    return _stack_entries_from_rows(np.matmul(np.matmul(_DCT_LOW, thumbs), _DCT_LOW.T), strips)
+
+
+def _pixel_entries(
+    pixels: NDArray[np.uint8], box: Box | None
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """The crop and rotation entries of a small flat image, from its pixels.
+
+    The crops of :data:`CROP_BOXES`, then the image turned by each of
+    :data:`CROP_ROTATIONS` (Pillow's bilinear ``rotate``, as the thumbnail's
+    rotation entries are made) with its centre hashed: the rotation entries must be
+    made like the crops, since a rotated copy's crop entry is matched against its
+    original's rotation entry.
+    """
+    phash, dhash = _pixel_box_entries(pixels, box, tuple(CROP_BOXES))
+    image = Image.fromarray(np.ascontiguousarray(pixels))
+    turned = [
+        _pixel_box_entries(
+            np.asarray(image.rotate(angle, Image.Resampling.BILINEAR)), box, _CENTRE_BOX
+        )
+        for angle in CROP_ROTATIONS
+    ]
+    return (
+        np.concatenate([phash, *[t[0] for t in turned]]),
+        np.concatenate([dhash, *[t[1] for t in turned]]),
+    )
+
+
+def _crop_entries_of_image(
+    pixels: NDArray[np.uint8], box: Box | None, thumb: NDArray[np.float64]
+) -> list[tuple[int, int]]:
+    """The crop and rotation entries of one image: from its pixels or its thumbnail."""
+    if _uses_pixel_entries(pixels):
+        phash, dhash = _pixel_entries(pixels, box)
+        return list(zip(phash.tolist(), dhash.tolist(), strict=True))
+    return _crop_entries_of_thumbnail(thumb)
+
+
+def whole_hashes(
+    pixels: NDArray[np.uint8], box: Box | None = None
+) -> tuple[int, int, NDArray[np.float64]]:
+    """pHash, dHash and low-band DCT coefficients of grey pixels (the region ``box``)."""
+    return _hashes_from_thumbnails(*_thumbnails(np.ascontiguousarray(pixels), box))
+
+
+def whole_and_crop_hashes(
+    pixels: NDArray[np.uint8], box: Box | None = None
+) -> tuple[int, int, NDArray[np.float64], list[tuple[int, int]]]:
+    """:func:`whole_hashes`, then the content, crop and rotation entries (as is)."""
+    pixels = np.ascontiguousarray(pixels)
+    thumb, strip = _thumbnails(pixels, box)
+    phash, dhash, ac = _hashes_from_thumbnails(thumb, strip)
+    return (
+        phash,
+        dhash,
+        ac,
+        [_content_entry(pixels, box, (phash, dhash)), *_crop_entries_of_image(pixels, box, thumb)],
+    )
+
+
+#: A line (row or column) is background when every pixel of it lies within this many
+#: grey levels of the line's median.
+CONTENT_STEP = 12
+#: Layers of background peeled at most (a pad of one colour around a transparent
+#: margin flattened onto another is two).
+_CONTENT_ROUNDS = 6
+
+
+def _background_run(lines: NDArray[np.int16]) -> int:
+    """How many of ``lines`` (rows, outermost first) are uniform in the first one's colour.
+
+    Lines are judged in growing batches (1, 2, 4, ... lines), so an image whose outermost
+    line is not uniform, most photos, costs one line's median, not one per line.
+    """
+    if lines.size == 0:  # nothing left to peel
+        return 0
+    if int(lines[0].max()) - int(lines[0].min()) > 2 * CONTENT_STEP:
+        return 0  # no median lies within the step of both ends
+    colour = float(np.median(lines[0]))
+    done, batch = 0, 1
+    while done < len(lines):
+        chunk = lines[done : done + batch]
+        median = np.median(chunk, axis=1, keepdims=True)
+        uniform = np.all(np.abs(chunk - median) <= CONTENT_STEP, axis=1)
+        uniform &= np.abs(median[:, 0] - colour) <= CONTENT_STEP
+        if not uniform.all():
+            return done + int(np.argmin(uniform))
+        done += len(chunk)
+        batch *= 2
+    return done
+
+
+def content_box(pixels: NDArray[np.uint8], box: Box | None = None) -> Box | None:
+    """The box of the content inside uniform backgrounds, or None when there is none.
+
+    Layer after layer, each side sheds its lines that are uniform (every
+    pixel within :data:`CONTENT_STEP` grey levels of the line's median) in the
+    colour of its outermost line, so nested backgrounds of different colours
+    come off alike: black letterbox bars, then the white that a transparent
+    margin was flattened onto, down to the figure. A padded, letterboxed or
+    re-flattened copy of a graphic and the graphic itself peel to the same
+    figure. Looser than the hashes' trim (:func:`leakaudit.loading.trim_box`)
+    and applied to images of any size: it only proposes candidates (the
+    content entry), so a box that differs between an image and its copy costs
+    a candidate, never a false link.
+
+    A layer that would leave under 2% of the region (or a line) was the
+    content itself, a flat figure, and is kept. None when nothing is peeled,
+    or the content keeps more than 94% of the region (the whole image's entry
+    already covers it).
+
+    Examples
+    --------
+    >>> canvas = np.zeros((40, 60), dtype=np.uint8)
+    >>> canvas[10:30, 20:35] = 200
+    >>> content_box(canvas)
+    (20.0, 10.0, 35.0, 30.0)
+    >>> framed = np.zeros((40, 60), dtype=np.uint8)   # black bars around a white
+    >>> framed[:, 10:50] = 255                         # canvas holding a figure
+    >>> framed[15:25, 25:32] = 90
+    >>> content_box(framed)
+    (25.0, 15.0, 32.0, 25.0)
+    """
+    height, width = pixels.shape
+    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
+    x0, y0 = int(left), int(top)
+    x1, y1 = max(x0 + 1, math.ceil(right)), max(y0 + 1, math.ceil(bottom))
+    region = pixels[y0:y1, x0:x1].astype(np.int16)
+    if min(region.shape) < 4:
+        return None
+    y_a, y_b, x_a, x_b = 0, region.shape[0], 0, region.shape[1]
+    for _ in range(_CONTENT_ROUNDS):
+        # One layer a round: each side sheds its run of lines of its outermost colour.
+        before = y_a, y_b, x_a, x_b
+        y_a += _background_run(region[y_a:y_b, x_a:x_b])
+        y_b -= _background_run(region[y_a:y_b, x_a:x_b][::-1])
+        x_a += _background_run(region[y_a:y_b, x_a:x_b].T)
+        x_b -= _background_run(region[y_a:y_b, x_a:x_b].T[::-1])
+        small = (y_b - y_a) * (x_b - x_a) < 0.02 * region.size
+        if small or y_b - y_a < 2 or x_b - x_a < 2:
+            y_a, y_b, x_a, x_b = before  # that layer was the content itself (a flat figure)
+            break
+        if (y_a, y_b, x_a, x_b) == before:
+            break
+    kept = (y_b - y_a) * (x_b - x_a)
+    if kept < 0.02 * region.size or kept > 0.94 * region.size:
+        return None
+    return float(x0 + x_a), float(y0 + y_a), float(x0 + x_b), float(y0 + y_b)
+
+
+def _content_entry(
+    pixels: NDArray[np.uint8], box: Box | None, whole: tuple[int, int]
+) -> tuple[int, int]:
+    """The hashes of the content box (:func:`content_box`), or ``whole`` without one."""
+    content = content_box(pixels, box)
+    if content is None:
+        return whole
+    phash, dhash, _ = _hashes_from_thumbnails(*_thumbnails(pixels, content))
+    return phash, dhash
+
+
+def turned_view(
+    pixels: NDArray[np.uint8], box: Box | None, code: int
+) -> tuple[NDArray[np.uint8], Box | None]:
+    """The pixels and box turned by dihedral ``code`` (see :func:`dihedral_orientations`)."""
+    return _oriented(pixels, box, code)
+
+
+#: Most orientation entries a row can have (all 8 dihedral codes); a row with more
+#: entries also has the as-is, crop and rotation entries.
+MAX_ORIENTATIONS = 8
+
+
+def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
+    """The kind of each of a table's entries.
+
+    0: whole image in a canonical orientation (dihedral matching); 3: the whole
+    image as it is; 4: its content (:func:`content_box`); 1: a crop; 2: a small
+    rotation. A row hashed with ``crop_entries`` ends with its
+    :data:`N_EXTRA_ENTRIES` entries, in that order: as-is, content, crops,
+    rotations (it then has more than 8 entries); the ones before are its
+    orientations.
+
+    Examples
+    --------
+    >>> owner = np.repeat(np.array([0, 1]), [1, 1 + N_EXTRA_ENTRIES])
+    >>> np.bincount(entry_kinds(owner)).tolist() == [2, N_CROP_ENTRIES, N_ROTATION_ENTRIES, 1, 1]
+    True
+    """
+    owner = np.asarray(owner, dtype=np.int64)
+    kinds = np.zeros(len(owner), dtype=np.int8)
+    if len(owner) == 0:
+        return kinds
+    last = np.r_[np.flatnonzero(np.diff(owner)), len(owner) - 1]
+    counts = np.diff(np.r_[-1, last])
+    stop = np.repeat(last, counts)
+    from_end = stop - np.arange(len(owner))
+    extra = np.repeat(counts > MAX_ORIENTATIONS, counts)
+    kinds[extra & (from_end == N_EXTRA_ENTRIES - 1)] = 3
+    kinds[extra & (from_end == N_EXTRA_ENTRIES - 2)] = 4
+    kinds[extra & (from_end < N_EXTRA_ENTRIES - 2)] = 1
+    kinds[extra & (from_end < N_ROTATION_ENTRIES)] = 2
+    return kinds
+
+
+def _stack_entries_from_rows(
+    low: NDArray[np.float64], strip: NDArray[np.float64]
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """:func:`_entries_from_rows` as arrays: hashes of ``(k, 8, 8)`` bands, ``(k, 8, 9)`` strips."""
+    k = len(low)
+    flat = low.reshape(k, -1)
+    phash = _packed_rows(flat > _row_medians(flat)[:, None])
+    dhash = _packed_rows((strip[:, :, 1:] > strip[:, :, :-1]).reshape(k, -1))
+    return phash, dhash
