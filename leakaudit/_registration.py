@@ -157,13 +157,32 @@ def _blur_matrix(side: int) -> NDArray[np.float32]:
     return matrix
 
 
+#: Above this side a blur is five shifted sums per axis rather than a product with a
+#: ``(side, side)`` matrix (the products win on stacks of 32 px thumbnails; at the
+#: fine-detail rule's 160 px they did 30 times the work).
+_DIRECT_BLUR_SIDE = 48
+
+
+def _blurred_axis(x: NDArray[np.float32], axis: int) -> NDArray[np.float32]:
+    """The 5-tap binomial blur along ``axis`` of ``x`` as shifted sums (edges repeated)."""
+    size = x.shape[axis]
+    out = np.zeros_like(x)
+    for tap, weight in enumerate(_BINOMIAL):
+        at = np.clip(np.arange(size) + tap - 2, 0, size - 1)
+        out += weight * np.take(x, at, axis=axis)
+    return out
+
+
 def blurred(images: NDArray[Any]) -> NDArray[np.float32]:
     """A 5-tap binomial blur of a stack of images ``(n, h, w)`` (edges repeated).
 
-    Two matrix products over the whole stack (one per axis).
+    Two matrix products over the whole stack (one per axis), or shifted sums for
+    large images (:data:`_DIRECT_BLUR_SIDE`).
     """
     n, h, w = images.shape
     x = np.asarray(images, dtype=np.float32)
+    if max(h, w) > _DIRECT_BLUR_SIDE:
+        return np.ascontiguousarray(_blurred_axis(_blurred_axis(x, 2), 1))
     x = (x.reshape(n * h, w) @ _blur_matrix(w).T).reshape(n, h, w)
     x = (x.transpose(0, 2, 1).reshape(n * w, h) @ _blur_matrix(h).T).reshape(n, w, h)
     return np.ascontiguousarray(x.transpose(0, 2, 1))
@@ -363,6 +382,48 @@ def _warp_matrices(
     return rows, cols.transpose(0, 2, 1), inside_y[:, :, None] & inside_x[:, None, :]
 
 
+def _taps(
+    scale: NDArray[Any], shift: NDArray[Any], side: int
+) -> tuple[NDArray[np.intp], NDArray[np.float32], NDArray[np.float32], NDArray[np.bool_]]:
+    """One axis of :func:`_interpolation` as two taps per output position: the first
+    source index, the two weights (zero outside the source), and which are inside."""
+    centre = (side - 1) / 2.0
+    axis = np.arange(side, dtype=np.float32)
+    position = scale[:, None] * (axis[None] - centre) + centre + shift[:, None]
+    inside = (position >= -0.5) & (position <= side - 0.5)
+    position = np.clip(position, 0.0, side - 1.0)
+    first = np.minimum(np.floor(position), side - 2).astype(np.intp)
+    upper = (position - first).astype(np.float32)
+    lower = (1.0 - upper) * inside
+    return first, lower.astype(np.float32), (upper * inside).astype(np.float32), inside
+
+
+def _warped(
+    stacks: Sequence[NDArray[Any]], scale: NDArray[Any], shift: NDArray[Any]
+) -> tuple[list[NDArray[np.float32]], NDArray[np.bool_]]:
+    """Each stack ``(n, side, side)`` warped by the per-image scale and shift (as
+    ``rows @ image @ cols_t`` of :func:`_warp_matrices`), and where the warp falls
+    inside the source. Matrix products on small images; gathers of the two taps per
+    axis on large ones (:data:`_DIRECT_BLUR_SIDE`), where the products did side / 2
+    times the work."""
+    side = stacks[0].shape[1]
+    if side <= _DIRECT_BLUR_SIDE:
+        rows, cols_t, valid = _warp_matrices(scale, shift, side)
+        return [np.asarray(rows @ x @ cols_t, dtype=np.float32) for x in stacks], valid
+    y0, y_low, y_high, inside_y = _taps(scale[:, 1], shift[:, 1], side)
+    x0, x_low, x_high, inside_x = _taps(scale[:, 0], shift[:, 0], side)
+    out = []
+    for x in stacks:
+        x = np.asarray(x, dtype=np.float32)
+        top = np.take_along_axis(x, y0[:, :, None], axis=1)
+        bottom = np.take_along_axis(x, y0[:, :, None] + 1, axis=1)
+        x = top * y_low[:, :, None] + bottom * y_high[:, :, None]
+        left = np.take_along_axis(x, x0[:, None, :], axis=2)
+        right = np.take_along_axis(x, x0[:, None, :] + 1, axis=2)
+        out.append(np.asarray(left * x_low[:, None, :] + right * x_high[:, None, :], np.float32))
+    return out, inside_y[:, :, None] & inside_x[:, None, :]
+
+
 def register_pairs(
     first: NDArray[np.float32], second: NDArray[np.float32], *, chunk: int = 2048
 ) -> Registration:
@@ -404,8 +465,7 @@ def _register_chunk(
             b = b.reshape(n, level, factor, level, factor).mean(axis=(2, 4))
         scale, shift = _gauss_newton(a, b, scale, shift / factor, steps, _MAX_SHIFT / factor)
         shift = shift * factor
-    rows, cols_t, valid = _warp_matrices(scale, shift, side)
-    aligned = rows @ second @ cols_t
+    (aligned,), valid = _warped([second], scale, shift)
     inner = np.zeros((side, side), dtype=bool)
     inner[_MARGIN : side - _MARGIN, _MARGIN : side - _MARGIN] = True
     mask = valid & inner[None]
@@ -434,10 +494,7 @@ def _gauss_newton(
     scale = np.asarray(scale, dtype=np.float32).copy()
     shift = np.asarray(shift, dtype=np.float32).copy()
     for _ in range(steps):
-        rows, cols_t, valid = _warp_matrices(scale, shift, level)
-        sample = rows @ b @ cols_t
-        gx = rows @ grad_x @ cols_t
-        gy = rows @ grad_y @ cols_t
+        (sample, gx, gy), valid = _warped([b, grad_x, grad_y], scale, shift)
         weight = valid.astype(np.float32)[..., None]
         jacobian = np.stack(
             [gx * u[None, None, :], gy * u[None, :, None], gx, gy, sample, np.ones_like(sample)],
@@ -463,10 +520,9 @@ def registered_overlap(
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """``second`` (one square image) registered onto ``first``, and where it overlaps
     ``first``'s inner region (less :data:`_MARGIN` at each edge)."""
-    side = first.shape[0]
     found = register_pairs(first[None], second[None])
-    rows, cols_t, valid = _warp_matrices(found.scale, found.shift, side)
-    aligned = np.asarray((rows @ second[None] @ cols_t)[0], dtype=np.float32)
+    (warped,), valid = _warped([second[None]], found.scale, found.shift)
+    aligned = np.asarray(warped[0], dtype=np.float32)
     mask = valid[0].copy()
     mask[:_MARGIN] = mask[-_MARGIN:] = False
     mask[:, :_MARGIN] = mask[:, -_MARGIN:] = False

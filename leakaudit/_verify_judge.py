@@ -430,23 +430,25 @@ _LOSSY_PHOTO_SIDE = 256
 def _recoloured_photo(
     a: View, b: View, rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32], limit: float
 ) -> float | None:
-    """The colour residual of a recoloured copy of a flat photo, or None.
+    """The colour residual of what may be a recoloured copy of a flat photo, or None.
 
     Two large lossy photos drawn only by their flatness (a plain sky, a black ground)
-    whose colours differ beyond ``limit`` but by a global colour edit: a grey, toned or
-    channel-scaled copy of one picture when their fine detail agrees
-    (:func:`_fine_detail_agreement`); tiles of one smooth picture, or two smooth
-    pictures, hold no detail that agrees, and keep colour's veto.
+    whose colours differ beyond ``limit`` but by a global colour edit (a grey, toned or
+    channel-scaled copy). Such a pair links only when, besides, its fine detail agrees
+    (:func:`_detail_agrees`, asked by the caller once the rest of the check accepts,
+    as it costs a registration): tiles of one smooth picture, or two smooth pictures,
+    hold no detail that agrees, and keep colour's veto.
     """
     if a.lossless or b.lossless or min(a.native_side, b.native_side) < _LOSSY_PHOTO_SIDE:
         return None
     residual = _recolour_difference(rgb_a, rgb_b)
-    if residual > limit:
-        return None
+    return None if residual > limit else residual
+
+
+def _detail_agrees(a: View, b: View) -> bool:
+    """Whether two photos matched whole agree in fine detail (:func:`_fine_detail_agreement`)."""
     detail = _fine_detail_agreement(a, b, 0)
-    if detail is None or detail < _MIN_DETAIL_COVERAGE:
-        return None
-    return residual
+    return detail is not None and detail >= _MIN_DETAIL_COVERAGE
 
 
 def _recolour_difference(rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32]) -> float:
@@ -749,6 +751,7 @@ def _compare_grids(
         # A flat graphic's palette can differ from another's by saturation alone.
         saturation = None
     drawn = _drawn(a, b, weight)
+    raw_chroma: float | None = None
     if drawn:
         chroma = _chroma_difference(rgb_a, rgb_b, saturation=saturation, weight=weight)
         if (
@@ -760,7 +763,7 @@ def _compare_grids(
         ):
             residual = _recoloured_photo(a, b, rgb_a, rgb_b, limits.max_chroma_difference)
             if residual is not None:
-                chroma, drawn = residual, False
+                raw_chroma, chroma, drawn = chroma, residual, False
     else:
         # A picture: colour vetoes only what no global colour edit explains.
         chroma = _recolour_difference(rgb_a, rgb_b)
@@ -780,6 +783,10 @@ def _compare_grids(
             else _changed_share(_luma_column(rgb_a), _luma_column(rgb_b), weight)
         )
     accepted, stage, reason = _decide(similarity, chroma, iou, changed, limits)
+    if raw_chroma is not None and not (accepted and _detail_agrees(a, b)):
+        # A recoloured flat photo links on agreeing detail only; else colour vetoes.
+        chroma = raw_chroma
+        accepted, stage, reason = _decide(similarity, chroma, iou, math.nan, limits)
     if stage == "open" and graphic:
         # Local features on a flat or transparent graphic match its outline, which
         # look-alike sprites and icons share: the pixel check decides those alone.
