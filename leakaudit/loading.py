@@ -82,7 +82,7 @@ from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
 from leakaudit import _pillow_fast
-from leakaudit._greyscale import rgba_as_hashed
+from leakaudit._greyscale import flatten_rgba, normalised, rgba_as_hashed
 from leakaudit._greyscale import to_grey as _to_grey
 from leakaudit._jpegscan import jpeg_scans_short as _jpeg_scans_short
 from leakaudit._jpegscan import last_jpeg_header
@@ -579,6 +579,233 @@ def reduction_scale(width: int, height: int, min_side: int | None) -> int:
     return 1
 
 
+@dataclass(frozen=True)
+class DecodePurpose:
+    """What a decode is for: the settings on which the hashes' and the verifier's differ.
+
+    Everything else (the size checks, the JPEG scan check, the EXIF orientation,
+    the rescaling of wide greyscale, the trim rule) is one rule in
+    :func:`decode_stored` for both.
+
+    Parameters
+    ----------
+    colour : bool, default False
+        Keep colour: a JPEG is drafted in "RGB" (else "L", the luma plane only)
+        and the pixels come out as "RGBA" with the values the hashes saw
+        (else "L" flattened onto the background).
+    side : int or None, default None
+        The reduction target. None: the hashes' (the scale of
+        ``DecodeOptions.min_side``, 8, 4, 2 or 1, libjpeg's or
+        ``Image.reduce``). An int: about this many pixels on the shorter side
+        (libjpeg's draft, then a box reduction when still over twice it: the
+        verifier's view, :func:`decode_view`).
+    """
+
+    colour: bool = False
+    side: int | None = None
+
+
+#: The hashes' decode.
+HASHES = DecodePurpose()
+
+
+class Decoded(NamedTuple):
+    """An image decoded for a purpose, not yet upright, converted or reduced by us.
+
+    Attributes
+    ----------
+    image : PIL.Image.Image
+        Loaded (a caller's PIL image as given), possibly reduced by libjpeg.
+    size : tuple of int
+        The declared (width, height), as stored, before any reduction.
+    drafted_box : Box or None
+        The region of ``image`` covering the original image when libjpeg
+        reduced it (``Image.draft``); None when it was decoded at full size.
+    scale : int
+        The reduction the hashes still apply (1: none; always 1 with
+        ``purpose.side`` set).
+    orientation : int
+        The EXIF orientation to apply (1: none, or ``exif_transpose`` off).
+    trim : bool
+        Borders may be trimmed: ``trim_borders`` is on and the image is large
+        enough (:func:`trim_allowed`, on ``size``).
+    lossless : bool
+        The pixels are as the file stores them without loss
+        (:func:`stored_losslessly`).
+    png_offset : int
+        Where a PNG's IDAT data starts, for the fast path's next files (0: not
+        known, or not asked).
+    """
+
+    image: Image.Image
+    size: tuple[int, int]
+    drafted_box: Box | None
+    scale: int
+    orientation: int
+    trim: bool
+    lossless: bool
+    png_offset: int = 0
+
+
+#: The formats libjpeg decodes reduced for each purpose. The verifier has never
+#: drafted MPO (a camera's multi-picture JPEG): its view of one is decoded at full
+#: size and box-reduced, which gives other pixels than a draft, so drafting it too
+#: would change verdicts; kept as it was.
+_DRAFTED = {False: frozenset({"JPEG", "MPO"}), True: frozenset({"JPEG"})}
+
+
+def decode_stored(
+    source: bytes | Image.Image, name: str, options: DecodeOptions, purpose: DecodePurpose = HASHES
+) -> Decoded:
+    """Decode an image for ``purpose``: the one decode of the hashes and the verifier.
+
+    Open, check the declared size (``max_pixels``), refuse a JPEG whose scans
+    are short (truncated), draft a JPEG to the purpose's size, check a full
+    decode (``max_decode_pixels``), load, and read the EXIF orientation and
+    whether borders may be trimmed. A PIL image is only checked and read.
+
+    Raises
+    ------
+    ImageLoadError
+        From the size checks and the scan check. Anything else Pillow raises
+        is left to the caller to word (the hashes name the failure, the
+        verifier says it cannot decode for verification).
+
+    Examples
+    --------
+    >>> decoded = decode_stored(Image.new("RGB", (640, 480)), "a", DecodeOptions())
+    >>> decoded.size, decoded.scale, decoded.orientation, decoded.trim
+    ((640, 480), 4, 1, True)
+    """
+    side = purpose.side
+    if isinstance(source, Image.Image):
+        size = source.size
+        _check_declared_size(size, name, options)
+        scale = reduction_scale(size[0], size[1], options.min_side) if side is None else 1
+        orientation = _orientation(source) if options.exif_transpose else 1
+        trim = _trims(size, options)
+        return Decoded(source, size, None, scale, orientation, trim, stored_losslessly(source))
+    im = Image.open(io.BytesIO(source))
+    _check_declared_size(im.size, name, options)
+    size = im.size  # before a draft shrinks it
+    scale = reduction_scale(im.width, im.height, options.min_side) if side is None else 1
+    drafted_box: Box | None = None
+    png_offset = 0
+    mode = "RGB" if purpose.colour else "L"
+    if im.format in _DRAFTED[purpose.colour]:
+        if _jpeg_scans_short(source):
+            raise ImageLoadError(name, "truncated image")
+        if side is None:
+            # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
+            # only the luma plane: the two big savings of the whole pipeline.
+            wanted = options.min_side or 1
+            drafted = im.draft(mode, (wanted, wanted) if scale > 1 else None)
+        else:
+            step = max(1, min(size) // side)
+            drafted = im.draft(mode, (max(1, size[0] // step), max(1, size[1] // step)))
+        if drafted is not None:  # None: multi-tile JPEG, reduce after decoding
+            # libjpeg rounds the size up, keeping the partial last block;
+            # draft reports the region covering the original image,
+            # (0, 0, W / scale, H / scale).
+            drafted_box = drafted[1]
+            scale = 1
+    elif _pillow_fast.ENABLED and not purpose.colour and im.format == "PNG":
+        png_offset = _pillow_fast.png_data_offset(im)  # where the IDAT data starts
+    if drafted_box is None:  # decoded at full size, then reduced
+        check_full_decode(size, name, options)
+    im.load()
+    orientation = _loaded_orientation(im) if options.exif_transpose else 1
+    trim = _trims(size, options)
+    return Decoded(
+        im, size, drafted_box, scale, orientation, trim, stored_losslessly(im), png_offset
+    )
+
+
+def _trims(size: tuple[int, int], options: DecodeOptions) -> bool:
+    """Whether borders may be trimmed off an image of declared ``size``: the one rule."""
+    return options.trim_borders and trim_allowed(size)
+
+
+#: Formats that store pixels without loss (TIFF only when its compression is lossless).
+_LOSSLESS_FORMATS = frozenset({"PNG", "BMP", "PPM", "TGA", "QOI", "TIFF"})
+_LOSSY_TIFF_COMPRESSIONS = frozenset({"jpeg", "tiff_jpeg", "webp"})
+
+
+def stored_losslessly(image: Image.Image) -> bool:
+    """Whether ``image`` (as opened, before any conversion) holds its pixels without loss.
+
+    Palette images count as lossy (a GIF or PNG-8 copy is quantised), and so do JPEG
+    and WebP; an image built in memory (no format) is taken as it is given.
+
+    Examples
+    --------
+    >>> stored_losslessly(Image.new("RGB", (4, 4))), stored_losslessly(Image.new("P", (4, 4)))
+    (True, False)
+    """
+    if image.mode in ("P", "PA", "1"):
+        return False
+    if image.format is None:
+        return True
+    if image.format == "TIFF":
+        return str(image.info.get("compression", "raw")) not in _LOSSY_TIFF_COMPRESSIONS
+    return image.format in _LOSSLESS_FORMATS
+
+
+class DecodedView(NamedTuple):
+    """An image as the verifier sees it (:func:`decode_view`).
+
+    Attributes
+    ----------
+    rgba : PIL.Image.Image
+        Upright, "RGBA" with the values the hashes saw, about ``purpose.side``
+        pixels on the shorter side (or smaller when the image is).
+    grey : numpy.ndarray of uint8
+        ``rgba`` flattened onto the background, as "L".
+    box : Box
+        The region of ``rgba`` inside uniform borders (the whole image when
+        nothing is trimmed).
+    size : tuple of int
+        The declared (width, height), as stored, before any reduction.
+    lossless : bool
+        :func:`stored_losslessly` of the image as opened.
+    """
+
+    rgba: Image.Image
+    grey: NDArray[np.uint8]
+    box: Box
+    size: tuple[int, int]
+    lossless: bool
+
+
+def decode_view(decoded: Decoded, options: DecodeOptions, side: int) -> DecodedView:
+    """The verifier's view of a :func:`decode_stored` image (``DecodePurpose(True, side)``).
+
+    The EXIF transpose and the mode of the hashes' decode; then a box reduction to
+    about ``side`` pixels on the shorter side when it is over twice that, and the
+    trim found on the view's own grey pixels by :func:`trim_box` (under the same
+    :func:`trim_allowed` rule). The hashes' trim box is not reused: it lies on
+    their reduced grey, whose pixels differ from the view's (another reduction,
+    another flattening), and the view's own box is what verification was measured
+    with. Pillow's errors are left to the caller to word.
+    """
+    image = decoded.image
+    transpose = _TRANSPOSE_FOR_ORIENTATION.get(decoded.orientation)
+    if transpose is not None:
+        image = image.transpose(transpose)
+    rgba = normalised(image, options.background, colour=True)
+    if min(rgba.size) > 2 * side:
+        factor = min(rgba.size) / side
+        rgba = rgba.resize(
+            (max(1, round(rgba.width / factor)), max(1, round(rgba.height / factor))),
+            Image.Resampling.BOX,
+        )
+    grey = np.asarray(flatten_rgba(rgba, options.background), dtype=np.uint8)
+    box = trim_box(grey) if decoded.trim else None
+    if box is None:
+        box = (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
+    return DecodedView(rgba, grey, box, decoded.size, decoded.lossless)
+
+
 def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> ReducedGrey:
     """Decode encoded image bytes to the reduced, flattened, upright greyscale pixels.
 
@@ -749,32 +976,9 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
             small = _small_from_known_png(data, name, options, png)
         if small is not None:
             return small
-    png_offset = 0
     try:
-        im = Image.open(io.BytesIO(data))
-        _check_declared_size(im.size, name, options)
-        size = im.size  # before a draft shrinks it
-        scale = reduction_scale(im.width, im.height, options.min_side)
-        drafted_box: Box | None = None
-        if im.format in ("JPEG", "MPO"):
-            if _jpeg_scans_short(data):
-                raise ImageLoadError(name, "truncated image")
-            # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
-            # only the luma plane: the two big savings of the whole pipeline.
-            side = options.min_side or 1
-            drafted = im.draft("L", (side, side) if scale > 1 else None)
-            if drafted is not None:  # None: multi-tile JPEG, reduce after decoding
-                # libjpeg rounds the size up, keeping the partial last block;
-                # draft reports the region covering the original image,
-                # (0, 0, W / scale, H / scale).
-                drafted_box = drafted[1]
-                scale = 1
-        elif fast and im.format == "PNG":
-            png_offset = _pillow_fast.png_data_offset(im)  # where the IDAT data starts
-        if drafted_box is None:  # decoded at full size, then reduced
-            check_full_decode(size, name, options)
-        im.load()
-        orientation = _loaded_orientation(im) if options.exif_transpose else 1
+        decoded = decode_stored(data, name, options)
+        im, scale = decoded.image, decoded.scale
         core = _plain_grey(im) if scale == 1 else None
         grey = _to_grey(im, options.background) if core is None else None
     except ImageLoadError:
@@ -787,7 +991,7 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
         raise ImageLoadError(name, "out of memory while decoding") from None
     except Exception as exc:  # Pillow raises many types for corrupt files
         raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    trim = options.trim_borders and trim_allowed(size)
+    drafted_box, orientation, trim = decoded.drafted_box, decoded.orientation, decoded.trim
     if core is not None:
         width, height = im.size
         box = drafted_box
@@ -795,9 +999,9 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
             box = None
         header: KnownJpeg | KnownPng | None = None
         if fast and drafted_box is not None:
-            header = _pillow_fast.plain_jpeg_header(im, data, size, last_jpeg_header())
-        elif png_offset:  # only with the fast path on
-            header = _pillow_fast.plain_png_header(im, data, png_offset)
+            header = _pillow_fast.plain_jpeg_header(im, data, decoded.size, last_jpeg_header())
+        elif decoded.png_offset:  # only with the fast path on
+            header = _pillow_fast.plain_png_header(im, data, decoded.png_offset)
         transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
         return _Small(core, width, height, box, transpose, trim, header)
     assert grey is not None
@@ -835,7 +1039,7 @@ def _small_from_known_jpeg(
     box: Box | None = (0, 0, width / scale, height / scale)  # as draft reports it
     if box == (0.0, 0.0, float(out_width), float(out_height)):
         box = None
-    trim = options.trim_borders and trim_allowed(size)
+    trim = _trims(size, options)
     return _Small(core, out_width, out_height, box, None, trim)
 
 
@@ -863,16 +1067,14 @@ def _small_from_known_png(
     core = _pillow_fast.decode_png(data, start, known)
     if core is None:
         return None
-    trim = options.trim_borders and trim_allowed(size)
+    trim = _trims(size, options)
     return _Small(core, size[0], size[1], None, None, trim)
 
 
 def _small_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> _Small:
     """The same for an opened image (never modified); raises ImageLoadError."""
     try:
-        _check_declared_size(image.size, name, options)
-        scale = reduction_scale(image.width, image.height, options.min_side)
-        orientation = _orientation(image) if options.exif_transpose else 1
+        decoded = decode_stored(image, name, options)
         grey = _to_grey(image, options.background)
     except ImageLoadError:
         raise
@@ -880,8 +1082,7 @@ def _small_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> _S
         raise ImageLoadError(name, "out of memory while decoding") from None
     except Exception as exc:
         raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    trim = options.trim_borders and trim_allowed(image.size)
-    return _reduce(grey, scale, orientation, None, trim)
+    return _reduce(grey, decoded.scale, decoded.orientation, None, decoded.trim)
 
 
 def _plain_grey(im: Image.Image) -> Any:
