@@ -58,9 +58,12 @@ That fast path, and every other use of Pillow's private API, lives in
 (Pillow's public API only, the same pixels) outside them or with
 ``LEAKAUDIT_PILLOW_FAST=0``.
 
-The border trim lives in :mod:`leakaudit._trim`, the conversion of any mode to
-grey in :mod:`leakaudit._greyscale`, the JPEG scan check in
-:mod:`leakaudit._jpegscan`; their public names are importable from here.
+The decode itself (the options, size checks, JPEG draft, EXIF orientation, trim
+rule), shared with the verifier's view of an image, lives in
+:mod:`leakaudit._decode` (:func:`decode_stored`); the border trim in
+:mod:`leakaudit._trim`, the conversion of any mode to grey in
+:mod:`leakaudit._greyscale`, the JPEG scan check in :mod:`leakaudit._jpegscan`;
+their public names are importable from here.
 
 Warnings Pillow emits while decoding (a corrupt EXIF block, a malformed APNG, ...)
 do not name the file; they are caught and given again as one
