@@ -11,7 +11,7 @@ from typing import cast
 import numpy as np
 from PIL import Image
 
-__all__ = ["rgba_as_hashed", "to_grey"]
+__all__ = ["flatten_rgba", "normalised", "rgba_as_hashed", "to_grey"]
 
 _ALPHA_MODES = frozenset({"RGBA", "LA", "PA", "RGBa", "La"})
 _WIDE_GREY_MODES = frozenset({"I;16", "I;16B", "I;16L", "I;16N", "I", "F"})
@@ -121,3 +121,24 @@ def rgba_as_hashed(im: Image.Image) -> Image.Image:
     elif im.mode == "La":
         im = _straight_la(im)
     return im.convert("RGBA")
+
+
+def normalised(im: Image.Image, background: tuple[int, int, int], *, colour: bool) -> Image.Image:
+    """``im`` in the one mode a decode gives: "RGBA" as hashed (``colour``), else flat "L".
+
+    The hashes' decode takes :func:`to_grey`, the verifier's :func:`rgba_as_hashed`:
+    the same rescaling of wide greyscale and straightening of premultiplied alpha.
+    """
+    return rgba_as_hashed(im) if colour else to_grey(im, background)
+
+
+def flatten_rgba(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image:
+    """An "RGBA" image composited onto ``background`` in RGB, then as "L".
+
+    The verifier's grey (its trim and local features). An opaque image is
+    converted directly (the same pixels).
+    """
+    if rgba.getchannel("A").getextrema()[0] == 255:  # opaque: nothing to flatten
+        return rgba.convert("L")
+    base = Image.new("RGBA", rgba.size, (*background, 255))
+    return Image.alpha_composite(base, rgba).convert("L")

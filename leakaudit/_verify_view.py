@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from PIL import Image, ImageOps
+from PIL import Image
 
+from leakaudit._greyscale import flatten_rgba
 from leakaudit._verify_candidates import AS_IS, CONTENT, CROP, ROTATION, WHOLE
 from leakaudit._verify_options import GRAPHIC_SIDE
 from leakaudit.errors import ImageLoadError
@@ -27,13 +27,11 @@ from leakaudit.hashing import (
 )
 from leakaudit.loading import (
     DecodeOptions,
-    check_declared_size,
-    check_full_decode,
+    DecodePurpose,
+    decode_stored,
+    decode_view,
     read_source,
     resolve_decode,
-    rgba_as_hashed,
-    trim_allowed,
-    trim_box,
 )
 
 __all__ = [
@@ -60,6 +58,8 @@ _GEOMETRY_SIDE = 160
 #: Decode reduced (JPEG draft) to about this on the short side. Not measured on its own
 #: in RESULTS (the hashes' reduced decode, §1, is a separate setting).
 _DECODE_SIDE = 96
+#: The verifier's decode: colour, reduced towards :data:`_DECODE_SIDE`.
+_VIEW_DECODE = DecodePurpose(colour=True, side=_DECODE_SIDE)
 
 
 @dataclass
@@ -164,13 +164,6 @@ def _view_and_grid(region: Image.Image) -> tuple[Image.Image, NDArray[np.float32
     return small, grid
 
 
-def _flatten(rgba: Image.Image, background: tuple[int, int, int]) -> Image.Image:
-    if rgba.getchannel("A").getextrema()[0] == 255:  # opaque: nothing to flatten
-        return rgba.convert("L")
-    base = Image.new("RGBA", rgba.size, (*background, 255))
-    return Image.alpha_composite(base, rgba).convert("L")
-
-
 def load_view(
     source: Any,
     name: str,
@@ -201,53 +194,23 @@ def load_view(
     """
     options = resolve_decode(decode)
     if isinstance(source, Image.Image):
-        image = source
-        lossless = _stored_losslessly(image)
-        digest = image_digest(image)
+        data: bytes | Image.Image = source
+        digest = image_digest(source)
     else:
         name, data = read_source(source, name, options)
         digest = bytes_digest(data)
-        try:
-            with warnings.catch_warnings():
-                # Our own limits (checked below) replace Pillow's warning.
-                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-                image = Image.open(io.BytesIO(data))
-                declared_size = image.size
-                check_declared_size(declared_size, name, options)
-                drafted = None
-                if image.format == "JPEG":
-                    short = min(image.size)
-                    scale = max(1, short // _DECODE_SIDE)
-                    drafted = image.draft(
-                        "RGB", (max(1, image.width // scale), max(1, image.height // scale))
-                    )
-                if drafted is None:  # decoded at full size
-                    check_full_decode(declared_size, name, options)
-                image.load()
-            lossless = _stored_losslessly(image)
-        except ImageLoadError:
-            raise
-        except Exception as exc:
-            raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
-    original_size = image.size if isinstance(source, Image.Image) else declared_size
     try:
-        if options.exif_transpose:
-            image = ImageOps.exif_transpose(image)
-        rgba = rgba_as_hashed(image)
+        with warnings.catch_warnings():
+            # Our own limits (checked by decode_stored) replace Pillow's warning.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            decoded = decode_stored(data, name, options, _VIEW_DECODE)
+        # The hashes' decode (orientation, mode, trim rule), reduced for the view.
+        view = decode_view(decoded, options, _DECODE_SIDE)
+    except ImageLoadError:
+        raise
     except Exception as exc:
         raise ImageLoadError(name, f"cannot decode for verification: {exc}") from exc
-    if min(rgba.size) > 2 * _DECODE_SIDE:
-        factor = min(rgba.size) / _DECODE_SIDE
-        rgba = rgba.resize(
-            (max(1, round(rgba.width / factor)), max(1, round(rgba.height / factor))),
-            Image.Resampling.BOX,
-        )
-    grey = np.asarray(_flatten(rgba, options.background), dtype=np.uint8)
-    # The hashes' trim (the same rules, so the same box as the hashes saw).
-    trim = options.trim_borders and trim_allowed(original_size)
-    box = trim_box(grey) if trim else None
-    if box is None:
-        box = (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
+    rgba, grey, box, original_size, lossless = view
     if entries is not None and np.any(entries[1] == CROP):
         entry_hashes, kinds = np.asarray(entries[0], dtype=np.uint64), entries[1]
     else:
@@ -266,7 +229,7 @@ def load_view(
     # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
     geometry_grey = np.zeros((0, 0), dtype=np.uint8)
     if not graphic:
-        grey_image = _flatten(region, options.background)
+        grey_image = flatten_rgba(region, options.background)
         if max(grey_image.size) > _GEOMETRY_SIDE:
             grey_image.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
         geometry_grey = np.asarray(grey_image, dtype=np.uint8)
@@ -298,26 +261,6 @@ def load_view(
             else np.asarray(rgba.resize((GRID, GRID), Image.Resampling.BOX), dtype=np.float32)
         ),
     )
-
-
-#: Formats that store pixels without loss (TIFF only when its compression is lossless).
-_LOSSLESS_FORMATS = frozenset({"PNG", "BMP", "PPM", "TGA", "QOI", "TIFF"})
-_LOSSY_TIFF_COMPRESSIONS = frozenset({"jpeg", "tiff_jpeg", "webp"})
-
-
-def _stored_losslessly(image: Image.Image) -> bool:
-    """Whether ``image`` (as opened, before any conversion) holds its pixels without loss.
-
-    Palette images count as lossy (a GIF or PNG-8 copy is quantised), and so do JPEG
-    and WebP; an image built in memory (no format) is taken as it is given.
-    """
-    if image.mode in ("P", "PA", "1"):
-        return False
-    if image.format is None:
-        return True
-    if image.format == "TIFF":
-        return str(image.info.get("compression", "raw")) not in _LOSSY_TIFF_COMPRESSIONS
-    return image.format in _LOSSLESS_FORMATS
 
 
 def _entries_of(

@@ -58,9 +58,12 @@ That fast path, and every other use of Pillow's private API, lives in
 (Pillow's public API only, the same pixels) outside them or with
 ``LEAKAUDIT_PILLOW_FAST=0``.
 
-The border trim lives in :mod:`leakaudit._trim`, the conversion of any mode to
-grey in :mod:`leakaudit._greyscale`, the JPEG scan check in
-:mod:`leakaudit._jpegscan`; their public names are importable from here.
+The decode itself (the options, size checks, JPEG draft, EXIF orientation, trim
+rule), shared with the verifier's view of an image, lives in
+:mod:`leakaudit._decode` (:func:`decode_stored`); the border trim in
+:mod:`leakaudit._trim`, the conversion of any mode to grey in
+:mod:`leakaudit._greyscale`, the JPEG scan check in :mod:`leakaudit._jpegscan`;
+their public names are importable from here.
 
 Warnings Pillow emits while decoding (a corrupt EXIF block, a malformed APNG, ...)
 do not name the file; they are caught and given again as one
@@ -74,7 +77,6 @@ import os
 import stat
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import IO, Any, NamedTuple, TypeAlias
 
 import numpy as np
@@ -82,6 +84,24 @@ from numpy.typing import NDArray
 from PIL import Image, UnidentifiedImageError
 
 from leakaudit import _pillow_fast
+
+# The one decode (options, checks, orientation, draft) has a module of its own;
+# its names stay importable from here.
+from leakaudit._decode import MAX_DECODE_PIXELS as MAX_DECODE_PIXELS
+from leakaudit._decode import MAX_FILE_BYTES as MAX_FILE_BYTES
+from leakaudit._decode import TRANSPOSE_FOR_ORIENTATION as _TRANSPOSE_FOR_ORIENTATION
+from leakaudit._decode import Decoded as Decoded
+from leakaudit._decode import DecodedView as DecodedView
+from leakaudit._decode import DecodeOptions as DecodeOptions
+from leakaudit._decode import DecodePurpose as DecodePurpose
+from leakaudit._decode import check_declared_size as check_declared_size
+from leakaudit._decode import check_full_decode as check_full_decode
+from leakaudit._decode import decode_stored as decode_stored
+from leakaudit._decode import decode_view as decode_view
+from leakaudit._decode import reduction_scale as reduction_scale
+from leakaudit._decode import resolve_decode as resolve_decode
+from leakaudit._decode import stored_losslessly as stored_losslessly
+from leakaudit._decode import trims_borders as _trims
 from leakaudit._greyscale import rgba_as_hashed
 from leakaudit._greyscale import to_grey as _to_grey
 from leakaudit._jpegscan import jpeg_scans_short as _jpeg_scans_short
@@ -102,18 +122,23 @@ from leakaudit._trim import TRIM_RINGING_TOLERANCE as TRIM_RINGING_TOLERANCE
 from leakaudit._trim import TRIM_STEP as TRIM_STEP
 from leakaudit._trim import TRIM_TOLERANCE as TRIM_TOLERANCE
 from leakaudit._trim import Box, apply_trim, flat_edges, trim_allowed, trim_box
-from leakaudit._validation import check_bool, check_int, describe
+from leakaudit._validation import describe
 from leakaudit.errors import ImageLoadError
 
 __all__ = [
     "MAX_FILE_BYTES",
     "Box",
     "DecodeOptions",
+    "DecodePurpose",
+    "Decoded",
+    "DecodedView",
     "ImageDecodeWarning",
     "ImageSource",
     "ReducedGrey",
     "check_declared_size",
     "check_full_decode",
+    "decode_stored",
+    "decode_view",
     "grey_and_note_from_bytes",
     "grey_and_note_from_pil",
     "greys_and_notes",
@@ -121,6 +146,7 @@ __all__ = [
     "read_source",
     "resolve_decode",
     "rgba_as_hashed",
+    "stored_losslessly",
     "trim_allowed",
     "trim_box",
 ]
@@ -148,18 +174,6 @@ class ReducedGrey(NamedTuple):
     box: Box | None
 
 
-# EXIF orientation tag value -> the transpose that shows the image upright
-# (the same table as PIL.ImageOps.exif_transpose).
-_ORIENTATION_TAG = 0x0112
-_TRANSPOSE_FOR_ORIENTATION = {
-    2: Image.Transpose.FLIP_LEFT_RIGHT,
-    3: Image.Transpose.ROTATE_180,
-    4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE,
-    6: Image.Transpose.ROTATE_270,
-    7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_90,
-}
 # The same transposes as numpy views of a (rows, columns) array: pixel for pixel
 # what Image.transpose returns, without copying.
 _ARRAY_TRANSPOSE: dict[Image.Transpose, Callable[[NDArray[np.uint8]], NDArray[np.uint8]]] = {
@@ -183,14 +197,6 @@ _BOX_TRANSPOSE: dict[Image.Transpose, Callable[[Box, int, int], Box]] = {
     Image.Transpose.TRANSVERSE: lambda b, w, h: (h - b[3], w - b[2], h - b[1], w - b[0]),
 }
 
-#: The default ``DecodeOptions.max_file_bytes``: 512 MiB.
-MAX_FILE_BYTES = 512 * 2**20
-#: The default ``DecodeOptions.max_decode_pixels``: 64 Mi pixels (8192 x 8192). Every
-#: format but JPEG is decoded at full size before it is reduced, at 5 to 16 bytes a
-#: pixel (an RGB PNG about 5, a WebP 16: libwebp's buffer and Pillow's copy), so
-#: Pillow's ``max_pixels`` threshold (178.9M) let a few-KB file cost 1 to 4 GB.
-#: 50- and 61-megapixel camera images stay under it.
-MAX_DECODE_PIXELS = 64 * 2**20
 #: How much of a file larger than ``max_file_bytes`` is read to tell whether it is an
 #: image at all (its reason is then "file too large" rather than "not an image").
 _HEADER_BYTES = 64 * 2**10
@@ -214,126 +220,6 @@ class ImageDecodeWarning(UserWarning):
     file; they are given again naming it (or ``<bytes #i>`` / ``<PIL image #i>``):
     one warning for one image, one summary for a batch.
     """
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    """How images are decoded before hashing.
-
-    Parameters
-    ----------
-    min_side : int or None, default 64
-        Decode at a reduced size: the largest scale among 8, 4, 2, 1 that keeps
-        both sides at least ``min_side`` pixels. ``None`` decodes at full size.
-        The hashes only look at a 32 x 32 thumbnail, so 64 loses nothing that
-        matters and makes large JPEGs several times cheaper to decode.
-    exif_transpose : bool, default True
-        Apply the EXIF orientation, so the hash describes the image as a viewer
-        displays it. ``False`` hashes the stored pixels.
-    background : tuple of 3 ints, default (255, 255, 255)
-        The RGB colour transparent pixels are flattened onto.
-    max_pixels : int, default 178_956_970
-        Images whose header declares more than ``max_pixels`` pixels (W x H) are
-        reported as decompression bombs and never decoded. Pillow's own guard
-        still refuses images above ``2 * PIL.Image.MAX_IMAGE_PIXELS``; those are
-        reported the same way.
-    max_decode_pixels : int, default 67_108_864 (64 Mi pixels, 8192 x 8192)
-        The most pixels of an image decoded at full size: every format but
-        JPEG (which libjpeg decodes reduced, so ``max_pixels`` alone bounds
-        it). A larger one is reported as a failure ("too large to decode at
-        full size") before any pixel is decoded, so one image costs at most
-        about 0.3 GB (an RGB PNG) to 1 GB (a WebP) however small its file. 50-
-        and 61-megapixel camera images stay under the default; raise it for
-        larger PNG, TIFF or WebP scans.
-    max_file_bytes : int, default 536_870_912 (512 MiB)
-        Files larger than this are reported as failures ("file too large: N bytes
-        exceeds max_file_bytes=M") after reading only their header, never read
-        whole. A JPEG is also refused when it is larger than any JPEG of its
-        declared size can be (64 bytes per pixel plus 64 MiB of metadata: a small
-        image's header in front of a huge tail). Raise the limit for very large
-        uncompressed TIFF, BMP or PPM files; in-memory bytes are not checked.
-    trim_borders : bool, default True
-        Hash only what lies inside uniform borders: letterbox bars (top and
-        bottom), pillarbox bars (left and right) and padding on any side, in a
-        solid colour or transparent (flattened onto ``background``, so a
-        transparent bar is a uniform one). A padded or letterboxed copy then
-        hashes like its original. The trim is found on the reduced greyscale
-        image and expressed as the region the hashes cover, with the
-        safeguards listed in :func:`trim_box`: lines must be flat, the same
-        colour as the outermost line and end in a sharp step, and at least a
-        quarter of each side is kept, so blank images stay untrimmed. Measured
-        on real photos: padded copies found at the default threshold go from
-        0.4% to 99.5%, false pairs between unrelated photos unchanged, about 2%
-        more hashing time (``benchmarks/RESULTS.md``, "Borders and crops").
-    crop_entries : bool, default False
-        With dihedral matching (``hash_sources(..., dihedral=True)``), also
-        index each image's hashes as it is, of its content inside a uniform
-        background, of a few crops (95% of each side at 9 positions, 85% at
-        16) and of small rotations (+-3 and +-6 degrees, centre crops): the
-        candidate net that reaches padded, cropped and slightly rotated copies,
-        which no whole-image hash does. These entries only *propose*
-        candidate pairs; :mod:`leakaudit.verify` decides each one (the audits
-        turn this on when ``verify`` is). Well under a decode per image: fixed
-        matrices on the 32 x 32 pHash thumbnail, not Pillow's exact resampling.
-
-    Examples
-    --------
-    >>> DecodeOptions(min_side=None).min_side is None
-    True
-    >>> DecodeOptions(background=(0, 0, 0)).background
-    (0, 0, 0)
-    >>> DecodeOptions(trim_borders=True).trim_borders
-    True
-    >>> DecodeOptions().max_file_bytes == 512 * 2**20
-    True
-    >>> DecodeOptions().max_decode_pixels == 8192 * 8192
-    True
-    """
-
-    min_side: int | None = 64
-    exif_transpose: bool = True
-    background: tuple[int, int, int] = (255, 255, 255)
-    max_pixels: int = 178_956_970
-    trim_borders: bool = True
-    max_file_bytes: int = MAX_FILE_BYTES
-    crop_entries: bool = False
-    max_decode_pixels: int = MAX_DECODE_PIXELS
-
-    def __post_init__(self) -> None:
-        if self.min_side is not None:
-            check_int("min_side", self.min_side, 1)
-        check_bool("exif_transpose", self.exif_transpose)
-        background = self.background
-        if (
-            not isinstance(background, tuple)
-            or len(background) != 3
-            or not all(
-                isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in background
-            )
-        ):
-            raise ValueError(
-                f"background must be a tuple of 3 ints in [0, 255]; got {describe(background)}."
-            )
-        check_int("max_pixels", self.max_pixels, 1)
-        check_bool("trim_borders", self.trim_borders)
-        check_int("max_file_bytes", self.max_file_bytes, 1)
-        check_bool("crop_entries", self.crop_entries)
-        check_int("max_decode_pixels", self.max_decode_pixels, 1)
-
-
-_DEFAULT_OPTIONS = DecodeOptions()
-
-
-def resolve_decode(decode: DecodeOptions | None) -> DecodeOptions:
-    """Return ``decode=`` as every entry point takes it: None means the defaults.
-
-    Raises ``TypeError`` (one wording everywhere) for anything else.
-    """
-    if decode is None:
-        return _DEFAULT_OPTIONS
-    if not isinstance(decode, DecodeOptions):
-        raise TypeError(f"decode must be a DecodeOptions or None; got {describe(decode)}.")
-    return decode
 
 
 def load_reduced_grey(source: ImageSource, *, decode: DecodeOptions | None = None) -> Image.Image:
@@ -531,7 +417,7 @@ def _plausible_size(file: IO[bytes], name: str, options: DecodeOptions) -> tuple
         raise _bomb_error(file, name, options, exc) from None
     except Exception:  # a corrupt header: the decode gives the reason
         return None
-    _check_declared_size(im.size, name, options)
+    check_declared_size(im.size, name, options)
     if im.format not in ("JPEG", "MPO"):
         return None
     frames = getattr(im, "n_frames", 1) if im.format == "MPO" else 1
@@ -558,25 +444,6 @@ def _is_image_header(head: bytes) -> bool:
     except Exception:  # anything else: an image whose header did not fit in ``head``
         return True
     return True
-
-
-def reduction_scale(width: int, height: int, min_side: int | None) -> int:
-    """Return the decode scale: the largest of 8, 4, 2, 1 keeping both sides >= min_side.
-
-    Examples
-    --------
-    >>> reduction_scale(500, 375, 64)
-    4
-    >>> reduction_scale(1920, 1080, 64), reduction_scale(100, 100, 64)
-    (8, 1)
-    """
-    if min_side is None:
-        return 1
-    fit = min(width // min_side, height // min_side)
-    for scale in (8, 4, 2):
-        if fit >= scale:
-            return scale
-    return 1
 
 
 def grey_from_bytes(data: bytes, name: str, options: DecodeOptions) -> ReducedGrey:
@@ -749,32 +616,9 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
             small = _small_from_known_png(data, name, options, png)
         if small is not None:
             return small
-    png_offset = 0
     try:
-        im = Image.open(io.BytesIO(data))
-        _check_declared_size(im.size, name, options)
-        size = im.size  # before a draft shrinks it
-        scale = reduction_scale(im.width, im.height, options.min_side)
-        drafted_box: Box | None = None
-        if im.format in ("JPEG", "MPO"):
-            if _jpeg_scans_short(data):
-                raise ImageLoadError(name, "truncated image")
-            # libjpeg scales in the DCT domain and, for colour JPEGs, decodes
-            # only the luma plane: the two big savings of the whole pipeline.
-            side = options.min_side or 1
-            drafted = im.draft("L", (side, side) if scale > 1 else None)
-            if drafted is not None:  # None: multi-tile JPEG, reduce after decoding
-                # libjpeg rounds the size up, keeping the partial last block;
-                # draft reports the region covering the original image,
-                # (0, 0, W / scale, H / scale).
-                drafted_box = drafted[1]
-                scale = 1
-        elif fast and im.format == "PNG":
-            png_offset = _pillow_fast.png_data_offset(im)  # where the IDAT data starts
-        if drafted_box is None:  # decoded at full size, then reduced
-            check_full_decode(size, name, options)
-        im.load()
-        orientation = _loaded_orientation(im) if options.exif_transpose else 1
+        decoded = decode_stored(data, name, options)
+        im, scale = decoded.image, decoded.scale
         core = _plain_grey(im) if scale == 1 else None
         grey = _to_grey(im, options.background) if core is None else None
     except ImageLoadError:
@@ -787,7 +631,7 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
         raise ImageLoadError(name, "out of memory while decoding") from None
     except Exception as exc:  # Pillow raises many types for corrupt files
         raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    trim = options.trim_borders and trim_allowed(size)
+    drafted_box, orientation, trim = decoded.drafted_box, decoded.orientation, decoded.trim
     if core is not None:
         width, height = im.size
         box = drafted_box
@@ -795,9 +639,9 @@ def _small_from_bytes(data: bytes, name: str, options: DecodeOptions) -> _Small:
             box = None
         header: KnownJpeg | KnownPng | None = None
         if fast and drafted_box is not None:
-            header = _pillow_fast.plain_jpeg_header(im, data, size, last_jpeg_header())
-        elif png_offset:  # only with the fast path on
-            header = _pillow_fast.plain_png_header(im, data, png_offset)
+            header = _pillow_fast.plain_jpeg_header(im, data, decoded.size, last_jpeg_header())
+        elif decoded.png_offset:  # only with the fast path on
+            header = _pillow_fast.plain_png_header(im, data, decoded.png_offset)
         transpose = _TRANSPOSE_FOR_ORIENTATION.get(orientation)
         return _Small(core, width, height, box, transpose, trim, header)
     assert grey is not None
@@ -818,7 +662,7 @@ def _small_from_known_jpeg(
     if not _pillow_fast.still_valid(known):
         return None
     size = known.size
-    _check_declared_size(size, name, options)
+    check_declared_size(size, name, options)
     if _jpeg_scans_short(data):
         raise ImageLoadError(name, "truncated image")
     width, height = size
@@ -835,7 +679,7 @@ def _small_from_known_jpeg(
     box: Box | None = (0, 0, width / scale, height / scale)  # as draft reports it
     if box == (0.0, 0.0, float(out_width), float(out_height)):
         box = None
-    trim = options.trim_borders and trim_allowed(size)
+    trim = _trims(size, options)
     return _Small(core, out_width, out_height, box, None, trim)
 
 
@@ -856,23 +700,21 @@ def _small_from_known_png(
     if data[start + 4 : start + 8] != b"IDAT":
         return None
     size = known.size
-    _check_declared_size(size, name, options)
+    check_declared_size(size, name, options)
     check_full_decode(size, name, options)
     if reduction_scale(size[0], size[1], options.min_side) > 1:
         return None
     core = _pillow_fast.decode_png(data, start, known)
     if core is None:
         return None
-    trim = options.trim_borders and trim_allowed(size)
+    trim = _trims(size, options)
     return _Small(core, size[0], size[1], None, None, trim)
 
 
 def _small_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> _Small:
     """The same for an opened image (never modified); raises ImageLoadError."""
     try:
-        _check_declared_size(image.size, name, options)
-        scale = reduction_scale(image.width, image.height, options.min_side)
-        orientation = _orientation(image) if options.exif_transpose else 1
+        decoded = decode_stored(image, name, options)
         grey = _to_grey(image, options.background)
     except ImageLoadError:
         raise
@@ -880,8 +722,7 @@ def _small_from_pil(image: Image.Image, name: str, options: DecodeOptions) -> _S
         raise ImageLoadError(name, "out of memory while decoding") from None
     except Exception as exc:
         raise ImageLoadError(name, _describe_decode_error(exc)) from None
-    trim = options.trim_borders and trim_allowed(image.size)
-    return _reduce(grey, scale, orientation, None, trim)
+    return _reduce(grey, decoded.scale, decoded.orientation, None, decoded.trim)
 
 
 def _plain_grey(im: Image.Image) -> Any:
@@ -995,56 +836,6 @@ def _decode_note(name: str, caught: list[warnings.WarningMessage]) -> str:
     return f"{name}: decoded despite warnings: {'; '.join(texts)}"
 
 
-def _check_declared_size(size: tuple[int, int], name: str, options: DecodeOptions) -> None:
-    width, height = size
-    if width * height > options.max_pixels:
-        raise ImageLoadError(
-            name,
-            f"decompression bomb: declared {width}x{height} = {width * height} pixels "
-            f"exceeds max_pixels={options.max_pixels}",
-        )
-    if width < 1 or height < 1:
-        raise ImageLoadError(name, f"empty image: declared {width}x{height}")
-
-
-def check_declared_size(size: tuple[int, int], name: str, options: DecodeOptions) -> None:
-    """Refuse a declared size over ``max_pixels`` (a decompression bomb) or an empty one.
-
-    Raises
-    ------
-    ImageLoadError
-        Naming the file, its size and the limit.
-    """
-    _check_declared_size(size, name, options)
-
-
-def check_full_decode(size: tuple[int, int], name: str, options: DecodeOptions) -> None:
-    """Refuse an image that would be decoded at full size with more than ``max_decode_pixels``.
-
-    Raises
-    ------
-    ImageLoadError
-        Naming the file, its size and the limit.
-
-    Examples
-    --------
-    >>> check_full_decode((100, 100), "a.png", DecodeOptions(max_decode_pixels=10_000))
-    >>> try:
-    ...     check_full_decode((200, 100), "a.png", DecodeOptions(max_decode_pixels=10_000))
-    ... except ImageLoadError as exc:
-    ...     print(exc.reason.split(" = ")[0])
-    too large to decode at full size: 200x100
-    """
-    width, height = size
-    if width * height > options.max_decode_pixels:
-        raise ImageLoadError(
-            name,
-            f"too large to decode at full size: {width}x{height} = {width * height} pixels "
-            f"exceeds max_decode_pixels={options.max_decode_pixels} "
-            "(only JPEGs are decoded reduced)",
-        )
-
-
 def _bomb_error(
     stream: IO[bytes], name: str, options: DecodeOptions, exc: Exception
 ) -> ImageLoadError:
@@ -1052,7 +843,7 @@ def _bomb_error(
     size = _declared_size(stream)
     if size is not None:
         try:
-            _check_declared_size(size, name, options)
+            check_declared_size(size, name, options)
         except ImageLoadError as error:
             return error
     return ImageLoadError(name, f"decompression bomb: {exc}")
@@ -1080,25 +871,6 @@ def _declared_size(stream: IO[bytes]) -> tuple[int, int] | None:
             continue
         return im.size
     return None
-
-
-def _loaded_orientation(im: Image.Image) -> int:
-    """:func:`_orientation` of an image opened here and loaded, without parsing for nothing.
-
-    With the fast path on, an image with nothing that can carry an orientation
-    is 1 without building an ``Exif`` (``_pillow_fast.no_orientation_source``).
-    """
-    if _pillow_fast.ENABLED and _pillow_fast.no_orientation_source(im):
-        return 1
-    return _orientation(im)
-
-
-def _orientation(im: Image.Image) -> int:
-    try:
-        value = im.getexif().get(_ORIENTATION_TAG, 1)
-    except Exception:  # a broken EXIF block must not fail an otherwise fine image
-        return 1
-    return value if isinstance(value, int) else 1
 
 
 def _describe_decode_error(exc: Exception) -> str:

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from leakaudit import _jpegscan, hashing, loading
+from leakaudit import _decode, _jpegscan, hashing, loading
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import hash_image, hash_sources
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
@@ -354,7 +354,7 @@ def test_orientation_shortcut_agrees_with_getexif() -> None:
         with Image.open(io.BytesIO(data)) as fresh, Image.open(io.BytesIO(data)) as other:
             fresh.load()
             other.load()
-            assert loading._loaded_orientation(fresh) == loading._orientation(other)
+            assert _decode.loaded_orientation(fresh) == _decode.exif_orientation(other)
 
 
 def _walked_alone(data: bytes) -> bool:
