@@ -30,6 +30,7 @@ from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
 from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
+from leakaudit._version import __version__
 from leakaudit.distances import PairDistances
 from leakaudit.export import PairKinds, evidence_text, split_table
 from leakaudit.hashing import popcount64
@@ -302,8 +303,6 @@ class _Page:
         )
 
     def parameters(self) -> str:
-        from leakaudit import __version__
-
         values: dict[str, object] = {
             k: v for k, v in self.report.parameters.items() if k not in self.verification_keys
         }

@@ -95,6 +95,7 @@ from numpy.typing import NDArray
 
 from leakaudit._text import printable
 from leakaudit._validation import check_choice, check_int, describe
+from leakaudit._version import __version__
 from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, source_digest
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.hashing import (
@@ -224,8 +225,6 @@ def decode_options_of(hashing: Mapping[str, Any] | None) -> DecodeOptions | None
 
 
 def _metadata_bytes(hashing: Mapping[str, Any] | None) -> bytes:
-    from leakaudit import __version__
-
     record: dict[str, Any] = {
         "format": SHARD_FORMAT,
         "version": SHARD_FORMAT_VERSION,
