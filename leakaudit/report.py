@@ -14,6 +14,7 @@ import pandas as pd
 
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS, TRANSITIVE
 from leakaudit._parameters import AuditParameters
+from leakaudit._spanning import spanning_group_ids
 from leakaudit._text import printable
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.grouping import group_spread
@@ -312,8 +313,6 @@ class LeakageReport:
             )
         embedded = self._embedding_group_ids()
         if self.has_leakage:
-            from leakaudit.export import spanning_group_ids
-
             spanning = set(spanning_group_ids(self)) if self.table is not None else set()
             lines.append("")
             ordered = "strongest evidence first" if self.edges is not None else "largest first"
