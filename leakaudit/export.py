@@ -62,8 +62,10 @@ from leakaudit._spanning import hash_classes as _hash_classes
 from leakaudit._spanning import lists_spanning as _lists_spanning
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
+from leakaudit.grouping import group_spread
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
+from leakaudit.search import pairs_within
 
 __all__ = [
     "GROUP_COLUMNS",
@@ -283,8 +285,6 @@ def _big_group_pairs(
         near = distances(rows[ii], rows[jj]) <= threshold
         ii, jj = ii[near], jj[near]
     else:
-        from leakaudit.search import pairs_within
-
         found = pairs_within(distances.columns[0][rows], threshold)
         ii, jj = found[:, 0], found[:, 1]
         linked = similar.within(rows)
@@ -514,8 +514,6 @@ def _with_strongest_edges(
 
 
 def _within_split_groups(table: pd.DataFrame, group_ids: pd.Index) -> pd.DataFrame:
-    from leakaudit.grouping import group_spread
-
     subset = table[table["group_id"].isin(group_ids)]
     # Per-group values by grouped reductions, groups in order of first appearance (a pandas
     # call per group cost seconds on 10k groups).
