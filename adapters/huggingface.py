@@ -45,7 +45,7 @@ from leakaudit.adapters._common import (
     rows_verification_reads,
 )
 from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, hashing_options
-from leakaudit.cache import CacheSpec, hash_sources_cached, resolve_cache
+from leakaudit.cache import CacheSpec, hash_context, hash_sources_cached, resolve_cache
 from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
 from leakaudit.hashing import HashTable, OrientationHashes, apply_on_error, hashes_and_notes
 from leakaudit.loading import DecodeOptions, ImageDecodeWarning
@@ -298,8 +298,6 @@ def _hashes_fingerprint(raw: Dataset, column: str, fn_kwargs: Mapping[str, Any])
     hash. None (let ``datasets`` compute it) when the dataset has no fingerprint.
     """
     import hashlib
-
-    from leakaudit.cache import hash_context
 
     own = getattr(raw, "_fingerprint", None)
     if not isinstance(own, str) or not own:

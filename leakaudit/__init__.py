@@ -11,6 +11,7 @@ DataFrames; :func:`audit_splits` does everything in one call.
 
 from __future__ import annotations
 
+from leakaudit._version import __version__
 from leakaudit.audit import (
     audit_hash_table,
     audit_sources,
@@ -38,8 +39,6 @@ from leakaudit.policy import DEFAULT_METHOD, DEFAULT_THRESHOLDS, ThresholdRuleWa
 from leakaudit.report import AuditParameters, LargeGroupWarning, LeakageReport, dhash_audit
 from leakaudit.shards import audit_hash_shards
 from leakaudit.verify import VerifyOptions
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_METHOD",

@@ -14,6 +14,7 @@ from leakaudit._text import printable
 from leakaudit.cleaning import CLEAN_POLICIES
 from leakaudit.cleantree import MANIFEST_NAME
 from leakaudit.policy import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS
+from leakaudit.verify import VerifyOptions
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -83,7 +84,6 @@ def verify_spec(args: argparse.Namespace) -> Any:
     tiny = getattr(args, "tiny_photos", None)
     if args.min_support is None and distinct is None and tiny is None:
         return "auto"
-    from leakaudit.verify import VerifyOptions
 
     defaults = VerifyOptions()
     threshold = threshold_spec(args.threshold)

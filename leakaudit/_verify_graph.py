@@ -13,12 +13,14 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
+from leakaudit._registration import registered_pairs
 from leakaudit._validation import usable_cpu_count
 from leakaudit._verify_candidates import CROP, table_candidates
 from leakaudit._verify_options import MIN_SUPPORT, VerifyOptions
 from leakaudit._verify_stage import TableEntries, VerifiedPairs, verify_candidates
 from leakaudit.copykind import copy_kind
 from leakaudit.errors import ImageLoadError
+from leakaudit.grouping import connected_component_labels, exact_key_edges, linking_pairs_kept_apart
 from leakaudit.hashing import bytes_digest, entry_kinds, image_digest
 from leakaudit.loading import DecodeOptions, read_source
 
@@ -122,8 +124,6 @@ def kept_together(edges: pd.DataFrame, distinct: NDArray[np.int64]) -> NDArray[n
     -------
     numpy.ndarray of bool, shape (len(edges),)
     """
-    from leakaudit.grouping import linking_pairs_kept_apart
-
     rows = edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
     strength = edges["strength"].to_numpy(dtype=float)
     order = np.lexsort((rows[:, 1], rows[:, 0], -strength))
@@ -265,8 +265,6 @@ def _with_registered(
     decode: DecodeOptions,
 ) -> VerifiedPairs:
     """``verified`` with the tiny-photo net's registered pairs added as edges."""
-    from leakaudit._registration import registered_pairs
-
     codes, _ = pd.factorize(pd.Series(list(splits), dtype=object))
     pairs, found, candidates = registered_pairs(
         sources, rows, np.asarray(codes, dtype=np.int64), decode
@@ -338,8 +336,6 @@ def verified_labels(
     of them: each is verified once against the first; those it accepts link to
     it, the others stay candidates as before.
     """
-    from leakaudit.grouping import connected_component_labels, exact_key_edges
-
     n = len(table.valid)
     low = np.asarray(low_information, dtype=bool) & np.asarray(table.valid, dtype=bool)
     linkable = np.asarray(table.valid, dtype=bool) & ~low

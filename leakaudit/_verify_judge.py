@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit._registration import MIN_DETAIL, fine_detail, registered_overlap
 from leakaudit._verify_candidates import AS_IS, CONTENT, CROP, PAIRED_KINDS, ROTATION, WHOLE
 from leakaudit._verify_options import VerifyOptions
 from leakaudit._verify_view import CB, CR, GRID, LUMA, VIEW_SIDE, View, flattened, turned_grid
@@ -657,8 +658,6 @@ def _detail_coverage(first: NDArray[np.float32], second: NDArray[np.float32]) ->
     black, a smooth gradient) does not agree: one shared edge, or the layout of a smooth
     picture, is not evidence of a copy; detail that agrees across the picture is.
     """
-    from leakaudit._registration import MIN_DETAIL, fine_detail, registered_overlap
-
     side = first.shape[0]
     aligned, mask = registered_overlap(first, second)
     detail_a = fine_detail(first[None])[0]

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from leakaudit import geometry
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
 from leakaudit._text import first_few, printable
 from leakaudit._validation import usable_cpu_count
@@ -91,10 +92,6 @@ class VerifiedPairs:
 
 
 def _geometry_choice(options: VerifyOptions) -> tuple[bool, str]:
-    try:
-        from leakaudit import geometry
-    except ImportError:  # pragma: no cover - the module ships with the package
-        return False, "unavailable"
     available = geometry.geometry_available()
     if options.geometry is False:
         return False, "off (geometry=False)"
@@ -258,8 +255,6 @@ def verify_candidates(
                     verdict, accepted=False, reason=f"differs at native resolution ({count} px)"
                 )
         if verdict.stage == "open" and use_geometry:
-            from leakaudit import geometry
-
             ran.add("geometry")
             for key, grey in (((a, 0), view_a.grey), ((b, verdict.turn), view_b.grey)):
                 if key not in features:

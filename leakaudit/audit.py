@@ -21,9 +21,10 @@ from PIL import Image
 
 from leakaudit._validation import check_bool, describe
 from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
+from leakaudit.embedding import run_embedding_stage
 from leakaudit.frames import frame_from_hash_table
 from leakaudit.grouping import link_labels
-from leakaudit.hashing import HashTable, OrientationHashes, bytes_digest, image_digest
+from leakaudit.hashing import HashTable, OrientationHashes, bytes_digest, entry_kinds, image_digest
 from leakaudit.listing import (
     drop_repeated_paths,
     list_image_paths,
@@ -37,7 +38,7 @@ from leakaudit.policy import (
     row_thresholds,
 )
 from leakaudit.report import LeakageReport, dhash_audit
-from leakaudit.verify import VerifyOptions
+from leakaudit.verify import VerifyOptions, verified_labels
 
 if TYPE_CHECKING:
     from leakaudit.embedding import EmbeddingStage
@@ -363,8 +364,6 @@ def audit_hash_table(
     edges: pd.DataFrame | None = None
     verification: dict[str, Any] | None = None
     if verify_options is not None and sources is not None:
-        from leakaudit.verify import verified_labels
-
         labels, verified = verified_labels(
             table,
             sources,
@@ -413,8 +412,6 @@ def audit_hash_table(
         }
     embedding_pairs = None
     if embedding is not None:
-        from leakaudit.embedding import run_embedding_stage
-
         result = run_embedding_stage(
             _embedding_sources(table, images),
             frame["group_id"].to_numpy(dtype=np.int64),
@@ -491,8 +488,6 @@ def _whole_entries(entries: OrientationHashes | None) -> OrientationHashes | Non
     """The orientation entries alone (without crop and rotation entries)."""
     if entries is None:
         return None
-    from leakaudit.hashing import entry_kinds
-
     whole = entry_kinds(entries.owner) == 0
     if whole.all():
         return entries

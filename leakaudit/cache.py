@@ -110,6 +110,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit import hashing, loading
 from leakaudit._validation import check_bool, check_choice, describe
 from leakaudit.hashing import (
     ON_ERROR_CHOICES,
@@ -351,8 +352,6 @@ class _Found:
 @lru_cache(maxsize=1)
 def _source_fingerprint() -> str:
     """BLAKE2b of the code that turns bytes into hashes (``loading.py``, ``hashing/*.py``)."""
-    from leakaudit import hashing, loading
-
     package = Path(hashing.__file__ or "").parent
     files = [Path(loading.__file__ or ""), *sorted(package.glob("*.py"))]
     digest = hashlib.blake2b(digest_size=16)

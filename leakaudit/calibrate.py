@@ -58,10 +58,12 @@ from leakaudit._calibrate_result import LOOKALIKE_NEIGHBOURS, CalibrationResult
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._text import first_few
 from leakaudit._validation import check_choice, check_int, describe
+from leakaudit.audit import audit_sources
 from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_sources, popcount64
 from leakaudit.listing import list_image_files
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS
+from leakaudit.verify import compare_views, load_view
 
 __all__ = [
     "LOOKALIKE_NEIGHBOURS",
@@ -282,8 +284,6 @@ def _told_apart(
     """
     if not likely:
         return []
-    from leakaudit.verify import compare_views, load_view
-
     views: dict[int, Any] = {}
 
     def view(index: int) -> Any:
@@ -618,8 +618,6 @@ def _default_audits(
     this made-up dataset, not the user's, and are not passed on.
     """
     import tempfile
-
-    from leakaudit.audit import audit_sources
 
     n = len(paths)
     found = np.zeros(len(copies), dtype=bool)

@@ -52,7 +52,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from leakaudit.safe_io import atomic_open, is_within
+from leakaudit.safe_io import atomic_open, is_within, probe_writable
 
 __all__ = [
     "MANIFEST_COLUMNS",
@@ -480,8 +480,6 @@ def check_tree_target(root: Path, out: Path, *, replace: bool) -> None:
     OSError
         Nothing can be created beside ``out`` (where NEW_ROOT is built).
     """
-    from leakaudit.safe_io import probe_writable
-
     real_root = root.resolve()
     real_out = out.resolve()
     if is_within(real_out, real_root):

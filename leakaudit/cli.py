@@ -33,13 +33,37 @@ from leakaudit._cli_parser import (
 )
 from leakaudit._cli_parser import threshold_spec as _threshold_spec
 from leakaudit._cli_parser import verify_spec as _verify_spec
+from leakaudit._progress import Progress, progress_enabled
 from leakaudit._text import first_few, printable
-from leakaudit.audit import audit_splits
-from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
+from leakaudit.audit import audit_splits, hashing_options
+from leakaudit.cache import CACHE_DIR_ENV, default_cache_dir, hash_sources_cached
+from leakaudit.calibrate import MIN_CALIBRATION_IMAGES, calibrate_threshold
+from leakaudit.cleaning import clean_splits
+from leakaudit.cleantree import (
+    MANIFEST_COLUMNS,
+    MANIFEST_NAME,
+    check_tree_target,
+    manifest_inside,
+    plan_tree,
+    walk_tree,
+    write_tree,
+)
+from leakaudit.demo import build_demo_dataset
+from leakaudit.export import csv_paths, evidence_text, leak_matches, write_csv_tables, write_json
+from leakaudit.frames import hash_values_from_frame
+from leakaudit.htmlreport import write_html
 from leakaudit.listing import find_split_folders
+from leakaudit.loading import DecodeOptions
 from leakaudit.policy import DEFAULT_PRIORITY, SPLIT_ALIASES, match_priority
 from leakaudit.report import LeakageReport
-from leakaudit.safe_io import atomic_open
+from leakaudit.safe_io import OutputPathError, atomic_open, check_output_path, is_within
+from leakaudit.shards import (
+    audit_hash_shards,
+    check_new_shard_folder,
+    hashing_metadata,
+    require_pyarrow,
+    write_hash_shards,
+)
 
 __all__ = [
     "MANIFEST_COLUMNS",
@@ -71,8 +95,6 @@ def _output_files(args: argparse.Namespace) -> list[tuple[str, Path]]:
     files: list[tuple[str, Path]] = []
     csv: Path | None = getattr(args, "csv", None)
     if csv is not None:
-        from leakaudit.export import csv_paths
-
         files.extend(("--csv", path) for path in csv_paths(csv).values())
     for option in ("json", "html"):
         target: Path | None = getattr(args, option, None)
@@ -87,8 +109,6 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
     No output may resolve inside ``protected`` (the dataset's folders), and each
     output's folder must accept a new file.
     """
-    from leakaudit.safe_io import OutputPathError, check_output_path
-
     try:
         for option, path in _output_files(args):
             check_output_path(path, option=option, protected=protected)
@@ -111,8 +131,6 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
         _check_default_cache(protected)
     hashes_out: Path | None = getattr(args, "hashes_out", None)
     if hashes_out is not None:
-        from leakaudit.shards import check_new_shard_folder, require_pyarrow
-
         try:
             require_pyarrow()
             check_new_shard_folder(hashes_out, option="--hashes-out")
@@ -126,8 +144,6 @@ def _check_default_cache(protected: Sequence[Path]) -> None:
     The folder ``$LEAKAUDIT_CACHE_DIR`` or ``$XDG_CACHE_HOME`` sets is checked
     like the one ``--cache-dir`` names: the cache would write into ROOT.
     """
-    from leakaudit.cache import CACHE_DIR_ENV, default_cache_dir
-    from leakaudit.safe_io import is_within
 
     folder = default_cache_dir()
     resolved = folder.resolve()
@@ -156,8 +172,6 @@ def _progress(args: argparse.Namespace) -> bool | None:
 def _run_audit(
     splits: dict[str, Path], args: argparse.Namespace, *, root: Path | None = None
 ) -> LeakageReport:
-    from leakaudit.loading import DecodeOptions
-
     cache: bool | Path = False if args.no_cache else (args.cache_dir or True)
     hashes_out: Path | None = getattr(args, "hashes_out", None)
     decode = DecodeOptions(exif_transpose=not args.raw_orientation, trim_borders=args.trim_borders)
@@ -206,10 +220,6 @@ def _write_hash_shards(
     decoded again); ids are the paths as listed, ``path`` their absolute form,
     so ``leakaudit group`` can verify candidates from anywhere on this machine.
     """
-    from leakaudit.audit import hashing_options
-    from leakaudit.cache import hash_sources_cached
-    from leakaudit.frames import hash_values_from_frame
-    from leakaudit.shards import hashing_metadata, write_hash_shards
 
     table = report.table
     assert table is not None  # audit_splits always returns its table
@@ -250,17 +260,11 @@ def _write_outputs(
     report: LeakageReport, args: argparse.Namespace, *, reference: str | None = None
 ) -> None:
     if args.csv is not None:
-        from leakaudit.export import write_csv_tables
-
         for path in write_csv_tables(report, args.csv):
             log.info("wrote %s", path)
     if args.json is not None:
-        from leakaudit.export import write_json
-
         log.info("wrote %s", write_json(report, args.json))
     if args.html is not None:
-        from leakaudit.htmlreport import write_html
-
         log.info("wrote %s", write_html(report, args.html, progress=_progress(args)))
     if args.show is not None:
         count = _write_side_by_side(report, args.show, reference, _progress(args))
@@ -335,9 +339,6 @@ def _write_side_by_side(
 ) -> int:
     from PIL import Image, ImageDraw
 
-    from leakaudit._progress import Progress, progress_enabled
-    from leakaudit.export import leak_matches
-
     matches = leak_matches(report, reference)
     if "images_root" in report.parameters and report.parameters["images_root"] is None:
         log.warning("--show: no image read (no --images-root given): no side-by-side images")
@@ -390,8 +391,6 @@ def _match_evidence(row: Any) -> str:
     """What joins a LEAK line's two images: the verified pair's evidence, or the chain."""
     import pandas as pd
 
-    from leakaudit.export import evidence_text
-
     if bool(row.direct):
         if pd.isna(row.evidence_strength) and row.evidence != "embedding":
             return ""  # no verified pairs: within the threshold, as the distance says
@@ -407,8 +406,6 @@ def _match_evidence(row: Any) -> str:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from leakaudit.export import leak_matches
-
     if len(args.dirs) < 2:
         raise UsageError("compare needs TRAIN_DIR and at least one TEST_DIR")
     splits: dict[str, Path] = {}
@@ -446,8 +443,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_group(args: argparse.Namespace) -> int:
-    from leakaudit.shards import audit_hash_shards, require_pyarrow
-
     folder: Path = args.shards
     if not folder.exists():
         raise UsageError(f"folder not found: {folder}")
@@ -500,8 +495,6 @@ def _cmd_scan(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from leakaudit.demo import build_demo_dataset
-
     _check_outputs(args)
     with contextlib.ExitStack() as stack:
         if args.dir is not None:
@@ -521,8 +514,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from leakaudit.calibrate import MIN_CALIBRATION_IMAGES, calibrate_threshold
-
     root = _check_dir(args.root)
     if args.sample < MIN_CALIBRATION_IMAGES:
         raise UsageError(f"--sample must be at least {MIN_CALIBRATION_IMAGES}; got {args.sample}")
@@ -601,8 +592,6 @@ def _resolve_priority(text: str | None, splits: Sequence[str]) -> list[str]:
 
 def _check_clean_outputs(args: argparse.Namespace, root: Path) -> None:
     """Check --out, --manifest and the audit outputs before the audit starts."""
-    from leakaudit.cleantree import check_tree_target, manifest_inside
-    from leakaudit.safe_io import check_output_path
 
     try:
         check_tree_target(root, args.out, replace=args.force)
@@ -615,8 +604,6 @@ def _check_clean_outputs(args: argparse.Namespace, root: Path) -> None:
 
 def _outputs_in_tree(args: argparse.Namespace, out: Path, planned: set[str]) -> None:
     """Refuse outputs that would land on a file of the new tree."""
-    from leakaudit.safe_io import is_within
-
     real_out = out.resolve()
     files = [*_output_files(args)]
     if args.manifest is not None:
@@ -632,10 +619,6 @@ def _outputs_in_tree(args: argparse.Namespace, out: Path, planned: set[str]) -> 
 
 
 def _cmd_clean(args: argparse.Namespace) -> int:
-    from leakaudit._progress import Progress, progress_enabled
-    from leakaudit.cleaning import clean_splits
-    from leakaudit.cleantree import check_tree_target, plan_tree, walk_tree, write_tree
-
     root: Path = _check_dir(args.root)
     out: Path = args.out
     _check_clean_outputs(args, root)
@@ -648,8 +631,6 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     cleaned = clean_splits(report.table, priority, policy=args.policy)
     # A split folder that is a symbolic link out of ROOT (a split on another disk) was
     # scanned: its files are written to NEW_ROOT in a real folder (manifest: "followed").
-    from leakaudit.safe_io import is_within
-
     real_root = root.resolve()
     follow = [
         folder.name

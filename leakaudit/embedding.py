@@ -109,6 +109,7 @@ from PIL import Image, ImageOps
 
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_bool, check_choice, check_int, describe
+from leakaudit.grouping import merge_group_labels
 
 __all__ = [
     "EMBEDDING_PAIR_COLUMNS",
@@ -603,8 +604,6 @@ def run_embedding_stage(
     >>> result.labels.tolist(), result.pairs[["row_a", "row_b"]].values.tolist()
     ([0, 1, 0], [[0, 2]])
     """
-    from leakaudit.grouping import merge_group_labels
-
     if not isinstance(stage, EmbeddingStage):
         raise TypeError(f"embedding must be an EmbeddingStage; got {describe(stage)}.")
     if len(sources) != len(labels):

@@ -56,10 +56,16 @@ from leakaudit._pair_evidence import digest_codes as _digest_codes
 from leakaudit._pair_evidence import hash_rule_evidence as _hash_rule_evidence
 from leakaudit._pair_evidence import pair_stages as _pair_stages
 from leakaudit._pair_evidence import require_table as _require_table
+from leakaudit._spanning import SPANNING_PAIRS_PER_MEMBER, spanning_group_ids
+from leakaudit._spanning import Members as _Members
+from leakaudit._spanning import hash_classes as _hash_classes
+from leakaudit._spanning import lists_spanning as _lists_spanning
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
+from leakaudit.grouping import group_spread
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
+from leakaudit.search import pairs_within
 
 __all__ = [
     "GROUP_COLUMNS",
@@ -111,11 +117,6 @@ PAIR_COLUMNS = [
     "similarity",
     "listed",
 ]
-#: A leaked group over :data:`~leakaudit.distances.ALL_PAIRS_MAX_MEMBERS` members whose
-#: identical pairs (equal hashes: a placeholder copied thousands of times) number more than
-#: this many per member lists a spanning set in the pairs table, not every pair: 10,000
-#: copies of one image would be 50M rows (``listed`` is then ``"spanning"``).
-SPANNING_PAIRS_PER_MEMBER = 25
 GROUP_COLUMNS = [
     "group_id",
     "kind",
@@ -187,31 +188,6 @@ def _ordered_groups(report: LeakageReport) -> list[Any]:
     return list(report.leaked_groups["group_id"].tolist())
 
 
-class _Members:
-    """The valid rows of the report's leaked groups, grouped in the report's group order.
-
-    ``rows`` holds table positions, one run per group (``start``/``count``,
-    indexed by the group's rank in ``report.leaked_groups``), each run in table
-    order: what a ``groupby(...).get_group`` per group gives, without a pandas
-    call per group.
-    """
-
-    def __init__(
-        self, report: LeakageReport, table: pd.DataFrame, valid: NDArray[np.bool_]
-    ) -> None:
-        self.ids = report.leaked_groups["group_id"].to_numpy()
-        rank = pd.Index(self.ids).get_indexer(table["group_id"].to_numpy())
-        rows = np.flatnonzero((rank >= 0) & valid)
-        self.rows: NDArray[np.int64] = rows[np.argsort(rank[rows], kind="stable")]
-        self.rank: NDArray[np.int64] = rank[self.rows].astype(np.int64)
-        self.count: NDArray[np.int64] = np.bincount(self.rank, minlength=len(self.ids))
-        self.start: NDArray[np.int64] = np.cumsum(self.count) - self.count
-
-    def group_rows(self, rank: int) -> NDArray[np.int64]:
-        start = int(self.start[rank])
-        return self.rows[start : start + int(self.count[rank])]
-
-
 def _all_pairs(
     members: _Members, groups: NDArray[np.bool_]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -226,43 +202,6 @@ def _all_pairs(
     first = np.repeat(position, partners)
     offset = np.arange(int(partners.sum())) - np.repeat(np.cumsum(partners) - partners, partners)
     return first, first + 1 + offset
-
-
-def _hash_classes(distances: PairDistances, rows: NDArray[np.int64]) -> NDArray[np.int64]:
-    """A code per row of ``rows``, equal for rows whose hash columns are all equal."""
-    codes, _ = pd.factorize(pd.MultiIndex.from_arrays([c[rows] for c in distances.columns]))
-    result: NDArray[np.int64] = np.asarray(codes, dtype=np.int64)
-    return result
-
-
-def _lists_spanning(distances: PairDistances, rows: NDArray[np.int64]) -> bool:
-    """Whether a group lists a spanning set: see :data:`SPANNING_PAIRS_PER_MEMBER`."""
-    if len(rows) <= ALL_PAIRS_MAX_MEMBERS:
-        return False
-    counts = np.bincount(_hash_classes(distances, rows))
-    identical = int((counts * (counts - 1) // 2).sum())
-    return identical > SPANNING_PAIRS_PER_MEMBER * len(rows)
-
-
-def spanning_group_ids(report: LeakageReport) -> list[Any]:
-    """The leaked groups whose pairs table lists a spanning set, not every pair.
-
-    Groups over :data:`~leakaudit.distances.ALL_PAIRS_MAX_MEMBERS` members made mostly of
-    identical images (see :data:`SPANNING_PAIRS_PER_MEMBER`).
-    """
-    if report.table is None or not len(report.leaked_groups):
-        return []
-    sizes = report.leaked_groups["n_members"].to_numpy()
-    if not np.any(sizes > ALL_PAIRS_MAX_MEMBERS):
-        return []
-    table = report.table
-    distances = PairDistances.of_report(report, table)
-    members = _Members(report, table, distances.valid)
-    return [
-        members.ids[rank]
-        for rank in np.flatnonzero(members.count > ALL_PAIRS_MAX_MEMBERS).tolist()
-        if _lists_spanning(distances, members.group_rows(rank))
-    ]
 
 
 def _spanning_pairs(
@@ -346,8 +285,6 @@ def _big_group_pairs(
         near = distances(rows[ii], rows[jj]) <= threshold
         ii, jj = ii[near], jj[near]
     else:
-        from leakaudit.search import pairs_within
-
         found = pairs_within(distances.columns[0][rows], threshold)
         ii, jj = found[:, 0], found[:, 1]
         linked = similar.within(rows)
@@ -577,8 +514,6 @@ def _with_strongest_edges(
 
 
 def _within_split_groups(table: pd.DataFrame, group_ids: pd.Index) -> pd.DataFrame:
-    from leakaudit.grouping import group_spread
-
     subset = table[table["group_id"].isin(group_ids)]
     # Per-group values by grouped reductions, groups in order of first appearance (a pandas
     # call per group cost seconds on 10k groups).

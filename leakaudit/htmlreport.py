@@ -30,8 +30,9 @@ from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
 from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._validation import check_int
+from leakaudit._version import __version__
 from leakaudit.distances import PairDistances
-from leakaudit.export import PairKinds, evidence_text, split_table
+from leakaudit.export import PairKinds, evidence_text, spanning_group_ids, split_table
 from leakaudit.hashing import popcount64
 from leakaudit.policy import DEFAULT_THRESHOLDS
 from leakaudit.report import LeakageReport
@@ -302,8 +303,6 @@ class _Page:
         )
 
     def parameters(self) -> str:
-        from leakaudit import __version__
-
         values: dict[str, object] = {
             k: v for k, v in self.report.parameters.items() if k not in self.verification_keys
         }
@@ -533,8 +532,6 @@ class _GroupCards:
         self.pair_distances = page.pair_distances
         self.method = page.method
         self.badge = page.badge
-        from leakaudit.export import spanning_group_ids
-
         self.spanning = set(spanning_group_ids(self.report))
         self.display_path = page.display_path
         self.thumbs: dict[str, str | None] = {}

@@ -14,9 +14,12 @@ import pandas as pd
 
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS, TRANSITIVE
 from leakaudit._parameters import AuditParameters
+from leakaudit._spanning import spanning_group_ids
 from leakaudit._text import printable
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
+from leakaudit.frames import hash_values_from_frame
 from leakaudit.grouping import group_spread
+from leakaudit.safe_io import resolve_within
 
 if TYPE_CHECKING:
     from leakaudit.hashing import OrientationHashes
@@ -267,8 +270,6 @@ class LeakageReport:
         root = self.parameters.images_root
         if root is None:
             return None
-        from leakaudit.safe_io import resolve_within
-
         return resolve_within(path, root)
 
     def to_text(self, *, max_groups: int = 20) -> str:
@@ -312,8 +313,6 @@ class LeakageReport:
             )
         embedded = self._embedding_group_ids()
         if self.has_leakage:
-            from leakaudit.export import spanning_group_ids
-
             spanning = set(spanning_group_ids(self)) if self.table is not None else set()
             lines.append("")
             ordered = "strongest evidence first" if self.edges is not None else "largest first"
@@ -765,8 +764,6 @@ def _spread_of(grouped_df: pd.DataFrame, mask: np.ndarray, group_ids: pd.Series)
     missing = pd.Series([pd.NA] * len(group_ids), dtype="Int64")
     if "hash" not in grouped_df.columns:
         return missing
-    from leakaudit.frames import hash_values_from_frame
-
     subset = grouped_df.loc[mask, ["hash", "group_id"]]  # not every column's copy
     try:
         values, valid = hash_values_from_frame(subset)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 import subprocess
 import sys
@@ -197,6 +198,12 @@ def test_module_level_imports_have_no_cycle() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 if node.module.startswith("leakaudit."):
                     found.add(node.module)
+                elif node.module == "leakaudit":  # `from leakaudit import geometry`
+                    found.update(
+                        f"leakaudit.{a.name}"
+                        for a in node.names
+                        if (package / f"{a.name}.py").exists() or (package / a.name).is_dir()
+                    )
             elif isinstance(node, ast.Import):
                 found.update(a.name for a in node.names if a.name.startswith("leakaudit."))
         graph[name] = found - {name}
@@ -214,6 +221,76 @@ def test_module_level_imports_have_no_cycle() -> None:
     for module in sorted(graph):
         if module != "leakaudit" and module not in state:
             visit(module, [])
+
+
+#: Issue 26.6: the imports of our own modules kept inside functions, each with the optional
+#: dependency it keeps lazy (the imported module imports it at module level). Every other
+#: import of ``leakaudit`` modules is at module level: a new lazy one fails the test below.
+_LAZY_OWN_IMPORTS = {
+    ("adapters/guard.py", "leakaudit.adapters.huggingface"): "datasets",
+    ("adapters/guard.py", "leakaudit.adapters.torchvision"): "torch",
+    ("leakaudit/search.py", "leakaudit._kernels"): "numba",
+}
+
+
+def _top_level_imports(tree: ast.Module) -> set[str]:
+    """The modules ``tree`` imports at module level (``if``/``try`` blocks included)."""
+    found: set[str] = set()
+    nodes: list[ast.stmt] = list(tree.body)
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, ast.If):
+            nodes.extend(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            nodes.extend(node.body + node.orelse + [s for h in node.handlers for s in h.body])
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def _function_level_own_imports() -> dict[tuple[str, str], int]:
+    """``(file, imported leakaudit module) -> line`` for imports inside function bodies."""
+    root = Path(__file__).resolve().parents[1]
+    found: dict[tuple[str, str], int] = {}
+    for path in _package_files():
+        file = path.relative_to(root).as_posix()
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                modules: list[str] = []
+                if isinstance(node, ast.ImportFrom):
+                    assert node.level == 0, f"{file}:{node.lineno}: relative import"
+                    if node.module == "leakaudit":  # `from leakaudit import _kernels`
+                        modules = [f"leakaudit.{alias.name}" for alias in node.names]
+                    elif node.module and node.module.startswith("leakaudit."):
+                        modules = [node.module]
+                elif isinstance(node, ast.Import):
+                    modules = [a.name for a in node.names if a.name.startswith("leakaudit")]
+                for module in modules:
+                    found.setdefault((file, module), node.lineno)
+    return found
+
+
+def test_function_level_imports_only_keep_optional_dependencies_lazy() -> None:
+    """Issue 26.6: an import of our own module inside a function is there only to keep an
+    optional dependency (torch, datasets, numba...) out of ``import leakaudit``."""
+    found = _function_level_own_imports()
+    new = sorted(
+        f"{file}:{line}: {module}"
+        for (file, module), line in found.items()
+        if (file, module) not in _LAZY_OWN_IMPORTS
+    )
+    assert not new, f"import these at module level (or list them with their reason): {new}"
+    assert sorted(found) == sorted(_LAZY_OWN_IMPORTS), "stale entries in _LAZY_OWN_IMPORTS"
+    for (_, module), dependency in _LAZY_OWN_IMPORTS.items():
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin is not None, module
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        imported = {name.split(".")[0] for name in _top_level_imports(tree)}
+        assert dependency in imported, f"{module} no longer imports {dependency}: import it eagerly"
 
 
 def test_audit_hash_shards_is_exported_and_documented() -> None:
