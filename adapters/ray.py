@@ -276,7 +276,9 @@ def _expand(
         found.update({int(index[k]): reason for k, reason in hashed.errors.items()})
         if dihedral and hashed.orientations is not None:
             entries = hashed.orientations
-            orientations = OrientationHashes(index[entries.owner], entries.phash, entries.dhash)
+            orientations = OrientationHashes(
+                index[entries.owner], entries.phash, entries.dhash, entries.kind
+            )
     return HashTable(
         sources=[""] * n,
         phash=phash,

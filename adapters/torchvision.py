@@ -447,7 +447,9 @@ def _hash_resolved(
         errors.update({path_rows[i]: reason for i, reason in part.errors.items()})
         if part.orientations is not None:
             entries = part.orientations
-            turned.append(OrientationHashes(rows[entries.owner], entries.phash, entries.dhash))
+            turned.append(
+                OrientationHashes(rows[entries.owner], entries.phash, entries.dhash, entries.kind)
+            )
     for entry, start in generic:
         results, found = _hash_generic(
             entry,

@@ -23,7 +23,13 @@ from leakaudit._validation import check_bool, describe
 from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
 from leakaudit.frames import frame_from_hash_table
 from leakaudit.grouping import link_labels
-from leakaudit.hashing import HashTable, OrientationHashes, bytes_digest, image_digest
+from leakaudit.hashing import (
+    EntryKind,
+    HashTable,
+    OrientationHashes,
+    bytes_digest,
+    image_digest,
+)
 from leakaudit.listing import (
     drop_repeated_paths,
     list_image_paths,
@@ -491,12 +497,12 @@ def _whole_entries(entries: OrientationHashes | None) -> OrientationHashes | Non
     """The orientation entries alone (without crop and rotation entries)."""
     if entries is None:
         return None
-    from leakaudit.hashing import entry_kinds
-
-    whole = entry_kinds(entries.owner) == 0
+    whole = entries.kind == EntryKind.ORIENTATION
     if whole.all():
         return entries
-    return OrientationHashes(entries.owner[whole], entries.phash[whole], entries.dhash[whole])
+    return OrientationHashes(
+        entries.owner[whole], entries.phash[whole], entries.dhash[whole], entries.kind[whole]
+    )
 
 
 def _with_embedding_edges(edges: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.DataFrame:

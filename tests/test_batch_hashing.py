@@ -280,8 +280,10 @@ def test_batch_equals_per_image_hashes(
     for k, view in enumerate(views):
         one = hashing._hash_reduced(view, dihedral, crop)
         assert (int(phash[k]), int(dhash[k]), bool(low[k])) == one[:3]
-        mine = [(int(p), int(d)) for owner, p, d in entries.tolist() if owner == k]
+        mine = [(int(p), int(d)) for owner, p, d, _ in entries.tolist() if owner == k]
         assert mine == one[3]
+        kinds = [kind for owner, _, _, kind in entries.tolist() if owner == k]
+        assert kinds == [int(kind) for kind in hashing.entry_kinds(np.zeros(len(mine), np.int64))]
 
 
 def test_fast_crop_products_give_the_reference_floats() -> None:

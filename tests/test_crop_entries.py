@@ -21,7 +21,7 @@ from leakaudit.hashing import (
     CROP_BOXES,
     N_CROP_ENTRIES,
     N_ROTATION_ENTRIES,
-    entry_kinds,
+    EntryKind,
     hash_image,
     hash_sources,
     popcount64,
@@ -30,7 +30,7 @@ from leakaudit.loading import DecodeOptions
 from leakaudit.verify import VerifyOptions, compare_views, load_view
 
 CROP_DECODE = DecodeOptions(crop_entries=True)  # the default audit's entries
-CROP, AS_IS = 1, 3
+CROP, AS_IS = EntryKind.CROP, EntryKind.AS_IS
 
 
 def _cases(seed: int = 7) -> list[tuple[Image.Image, Image.Image, Image.Image]]:
@@ -83,7 +83,7 @@ def test_crop_entries_of_a_sprite_propose_its_15_percent_crops() -> None:
     table = hash_sources(sources, decode=CROP_DECODE, dihedral=True, workers=1, progress=False)
     entries = table.orientations
     assert entries is not None
-    kinds = entry_kinds(entries.owner)
+    kinds = entries.kind
     proposed = []
     for case in range(len(cases)):
         crops = (entries.owner == 2 * case) & (kinds == CROP)

@@ -43,9 +43,11 @@ from leakaudit.hashing._entries import (
     _ROTATION_WEIGHTS,
     CONTENT_STEP,
     DIHEDRAL_MARGIN,
+    EXTRA_KINDS,
     N_CROP_ENTRIES,
     N_EXTRA_ENTRIES,
     N_ROTATION_ENTRIES,
+    EntryKind,
     _content_entry,
     _crop_entries_of_image,
     _dihedral_entries,
@@ -540,12 +542,13 @@ def _hash_reduced_batch(
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.bool_], NDArray[np.uint64]]:
     """:func:`_hash_reduced` of many images: pHashes, dHashes, low-information flags, entries.
 
-    The entries are ``(position, phash, dhash)`` rows, each image's in
+    The entries are ``(position, phash, dhash, kind)`` rows (kind an
+    :class:`~leakaudit.hashing.EntryKind`), each image's in
     :func:`_hash_reduced`'s order, images in order. Bit for bit what the
     per-image function returns (``tests/test_batch_hashing.py``).
     """
     n = len(reduced)
-    no_entries = np.zeros((0, 3), dtype=np.uint64)
+    no_entries = np.zeros((0, 4), dtype=np.uint64)
     if n == 0:
         empty = np.zeros(0, dtype=np.uint64)
         return empty, empty.copy(), np.zeros(0, dtype=np.bool_), no_entries
@@ -575,8 +578,9 @@ def _hash_reduced_batch(
     counts = np.array([len(row_codes) for row_codes in codes], dtype=np.int64)
     per_row = counts + (N_EXTRA_ENTRIES if crop_entries else 0)
     starts = np.cumsum(per_row) - per_row
-    entries = np.empty((int(per_row.sum()), 3), dtype=np.uint64)
+    entries = np.empty((int(per_row.sum()), 4), dtype=np.uint64)
     entries[:, 0] = np.repeat(linked, per_row)
+    entries[:, 3] = EntryKind.ORIENTATION
     # Orientation entries, the canonical code first; code 0 is the image as it is.
     first = np.cumsum(counts) - counts
     slots = np.repeat(starts - first, counts) + np.arange(int(counts.sum()))
@@ -617,6 +621,8 @@ def _hash_reduced_batch(
         columns = base[:, None] + 2 + np.arange(N_CROP_ENTRIES + N_ROTATION_ENTRIES)
         entries[columns, 1] = crop_phash
         entries[columns, 2] = crop_dhash
+        extra = base[:, None] + np.arange(N_EXTRA_ENTRIES)
+        entries[extra, 3] = np.asarray(EXTRA_KINDS, dtype=np.uint64)
     return phash, dhash, low_information, entries
 
 
@@ -676,14 +682,15 @@ def hash_image(
 
 
 # One result per item: (phash, dhash, low_information, digest, orientation entries,
-# decode warning), or the failure reason. The entries are the (phash, dhash) of the
-# canonical orientation candidates (empty unless dihedral matching was asked for);
-# the warning is the ImageDecodeWarning text, "" when Pillow warned about nothing.
-_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[tuple[int, int]], str] | str"
+# decode warning), or the failure reason. The entries are the (phash, dhash, kind) of
+# the canonical orientation candidates and the crop entries (empty unless dihedral
+# matching was asked for); the warning is the ImageDecodeWarning text, "" when Pillow
+# warned about nothing.
+_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[tuple[int, int, int]], str] | str"
 # One result per chunk of items, as arrays (cheap to send back from a worker):
 # (len, 3) uint64 columns phash, dhash, digest; the low_information flags;
 # position in the chunk -> failure reason (those rows are all zero); the
-# orientation entries as (position in the chunk, phash, dhash) columns; and
+# orientation entries as (position in the chunk, phash, dhash, kind) columns; and
 # position in the chunk -> decode warning.
 _ChunkResult: TypeAlias = (
     "tuple[NDArray[np.uint64], NDArray[np.bool_], dict[int, str], NDArray[np.uint64], "
@@ -709,7 +716,7 @@ def _item_result(result: _ChunkResult) -> _ItemResult:
     if errors:
         return errors[0]
     phash, dhash, digest = (int(v) for v in values[0])
-    pairs = [(int(p), int(d)) for p, d in entries[:, 1:].tolist()]
+    pairs = [(int(p), int(d), int(k)) for p, d, k in entries[:, 1:].tolist()]
     return phash, dhash, bool(low_information[0]), digest, pairs, notes.get(0, "")
 
 
@@ -866,11 +873,7 @@ def hashes_and_notes(
     valid[list(errors)] = False
     orientations = None
     if dihedral:
-        orientations = OrientationHashes(
-            owner=entries[:, 0].astype(np.int64),
-            phash=entries[:, 1].copy(),
-            dhash=entries[:, 2].copy(),
-        )
+        orientations = _orientation_hashes(entries)
     table = HashTable(
         sources=[str(name) for name in names],
         phash=values[:, 0].copy(),
@@ -884,5 +887,16 @@ def hashes_and_notes(
     return table, notes
 
 
-def _entry_array(rows: list[tuple[int, int, int]]) -> NDArray[np.uint64]:
-    return np.array(rows, dtype=np.uint64).reshape(-1, 3)
+def _entry_array(rows: list[tuple[int, int, int, int]]) -> NDArray[np.uint64]:
+    """Entries as ``(row, phash, dhash, kind)`` columns (see :func:`_hash_reduced_batch`)."""
+    return np.array(rows, dtype=np.uint64).reshape(-1, 4)
+
+
+def _orientation_hashes(entries: NDArray[np.uint64]) -> OrientationHashes:
+    """:class:`OrientationHashes` of ``(row, phash, dhash, kind)`` columns, rows ascending."""
+    return OrientationHashes(
+        owner=entries[:, 0].astype(np.int64),
+        phash=entries[:, 1].copy(),
+        dhash=entries[:, 2].copy(),
+        kind=entries[:, 3].astype(np.int8),
+    )

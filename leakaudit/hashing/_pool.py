@@ -36,6 +36,7 @@ from leakaudit.hashing._batch import (
     _hash_items,
     _hash_pil,
     _ItemResult,
+    _orientation_hashes,
 )
 from leakaudit.hashing._errors import (
     ON_ERROR_CHOICES,
@@ -44,7 +45,6 @@ from leakaudit.hashing._errors import (
 )
 from leakaudit.hashing._records import (
     HashTable,
-    OrientationHashes,
 )
 from leakaudit.loading import (
     DecodeOptions,
@@ -95,7 +95,7 @@ class _Collector:
             return
         phash, dhash, low_information, digest, entries, note = result
         if entries:
-            self.entries.append(_entry_array([(index, phash, dhash) for phash, dhash in entries]))
+            self.entries.append(_entry_array([(index, *entry) for entry in entries]))
         if note:
             self.notes[index] = note
         self.values[index] = (phash, dhash, digest)
@@ -131,11 +131,7 @@ class _Collector:
             # Rows in order, each row's canonical orientation first (a stable sort
             # keeps the order the entries were made in).
             entries = entries[np.argsort(entries[:, 0], kind="stable")]
-            orientations = OrientationHashes(
-                owner=entries[:, 0].astype(np.int64),
-                phash=entries[:, 1].copy(),
-                dhash=entries[:, 2].copy(),
-            )
+            orientations = _orientation_hashes(entries)
         return HashTable(
             sources=list(self.names),
             phash=self.values[:, 0].copy(),
