@@ -59,6 +59,7 @@ __all__ = [
     "decode_parameters",
     "hashing_options",
     "source_digest",
+    "wants_crop_entries",
 ]
 
 
@@ -75,16 +76,30 @@ def _paths_of(name: str, spec: Any, recursive: bool, within: list[str]) -> list[
 def hashing_options(
     decode: DecodeOptions | None, *, dihedral: bool, verify: VerifySpec
 ) -> DecodeOptions:
-    """The decoding an audit hashes with: ``decode``, plus the candidate net's entries.
+    """The decoding an audit hashes with: ``decode`` (None: the defaults).
 
-    With verification and dihedral matching, the crop and rotation entries
-    (``DecodeOptions.crop_entries``) are hashed too: they ride on the
-    orientation entries.
+    The candidate net's entries are a hashing choice, not a decoding one: see
+    :func:`wants_crop_entries`. (``dihedral`` and ``verify`` are kept for the
+    callers that pass them.)
     """
-    options = resolve_decode(decode)
-    if verify is not False and dihedral and not options.crop_entries:
-        options = dataclasses.replace(options, crop_entries=True)
-    return options
+    return resolve_decode(decode)
+
+
+def wants_crop_entries(*, dihedral: bool, verify: VerifySpec) -> bool:
+    """Whether an audit hashes the crop entries (``hash_sources(..., crop_entries=)``).
+
+    With verification and dihedral matching: the crop, rotation, as-is and
+    content entries ride on the orientation entries and propose the
+    candidates verification decides (:mod:`leakaudit.verify`).
+
+    Examples
+    --------
+    >>> wants_crop_entries(dihedral=True, verify="auto")
+    True
+    >>> wants_crop_entries(dihedral=True, verify=False)
+    False
+    """
+    return verify is not False and bool(dihedral)
 
 
 def decode_parameters(options: DecodeOptions) -> dict[str, Any]:
@@ -160,6 +175,7 @@ def audit_sources(
         progress=progress,
         on_error=on_error,
         dihedral=dihedral,
+        crop_entries=wants_crop_entries(dihedral=dihedral, verify=verify),
     )
     parameters = decode_parameters(options)
     parameters.update(extra_parameters or {})
@@ -616,10 +632,10 @@ def audit_splits(
         orientation, from the same decode (about 1.1x the hashing time), and
         the search compares those canonical hashes
         (:class:`~leakaudit.hashing.OrientationHashes`; measured in
-        ``benchmarks/RESULTS.md``, "Dihedral matching"). With
-        ``DecodeOptions.crop_entries`` (the default) the crop and rotation
-        entries of the candidate net are hashed alongside. ``False`` hashes
-        each image as it is only.
+        ``benchmarks/RESULTS.md``, "Dihedral matching"). With verification
+        (the default) the crop and rotation entries of the candidate net are
+        hashed alongside (:func:`wants_crop_entries`). ``False`` hashes each
+        image as it is only.
     verify : "auto", bool or VerifyOptions, default "auto"
         Hashes propose, verification decides (:mod:`leakaudit.verify`): the
         candidate pairs of the wider net (looser threshold, orientations,
@@ -630,7 +646,7 @@ def audit_splits(
         pair within ``threshold`` (the bare threshold rule). Which stages ran is in
         ``report.parameters["stages"]``, each linked pair's evidence in
         ``report.edges``. With ``dihedral=True`` it also indexes the crop and
-        rotation entries (``DecodeOptions.crop_entries``).
+        rotation entries (``hash_sources(..., crop_entries=True)``).
 
     Returns
     -------

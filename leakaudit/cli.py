@@ -206,7 +206,7 @@ def _write_hash_shards(
     decoded again); ids are the paths as listed, ``path`` their absolute form,
     so ``leakaudit group`` can verify candidates from anywhere on this machine.
     """
-    from leakaudit.audit import hashing_options
+    from leakaudit.audit import hashing_options, wants_crop_entries
     from leakaudit.cache import hash_sources_cached
     from leakaudit.frames import hash_values_from_frame
     from leakaudit.shards import hashing_metadata, write_hash_shards
@@ -214,9 +214,9 @@ def _write_hash_shards(
     table = report.table
     assert table is not None  # audit_splits always returns its table
     paths = [str(path) for path in table["path"].tolist()]
-    options = hashing_options(
-        decode, dihedral=args.dihedral, verify="auto" if args.verify else False
-    )
+    verify = "auto" if args.verify else False
+    options = hashing_options(decode, dihedral=args.dihedral, verify=verify)
+    crop_entries = wants_crop_entries(dihedral=args.dihedral, verify=verify)
     hashed = hash_sources_cached(
         paths,
         cache=cache,
@@ -225,6 +225,7 @@ def _write_hash_shards(
         progress=_progress(args),
         on_error="ignore",
         dihedral=args.dihedral,
+        crop_entries=crop_entries,
     )
     audited, _ = hash_values_from_frame(table, "phash")
     changed = int(np.count_nonzero(audited != hashed.phash))
@@ -242,7 +243,7 @@ def _write_hash_shards(
         split=table["split"].tolist(),
         paths=[os.path.abspath(path) for path in paths],
         digests=digests,
-        hashing=hashing_metadata(options, dihedral=args.dihedral),
+        hashing=hashing_metadata(options, dihedral=args.dihedral, crop_entries=crop_entries),
     )
 
 

@@ -627,7 +627,11 @@ def _hash_reduced_batch(
 
 
 def hash_image(
-    source: ImageSource, *, decode: DecodeOptions | None = None, dihedral: bool = False
+    source: ImageSource,
+    *,
+    decode: DecodeOptions | None = None,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> ImageHashes:
     """Compute pHash, dHash, the low-information flag and (if flagged) the byte digest.
 
@@ -640,6 +644,9 @@ def hash_image(
     dihedral : bool, default False
         Also hash the image turned to its canonical orientation(s)
         (``ImageHashes.orientations``), for matching flipped and rotated copies.
+    crop_entries : bool, default False
+        With ``dihedral``, also the entries of the candidate net that reaches
+        padded, cropped and slightly rotated copies (see :func:`hash_sources`).
 
     Returns
     -------
@@ -663,22 +670,24 @@ def hash_image(
     """
     options = resolve_decode(decode)
     check_bool("dihedral", dihedral)
+    check_bool("crop_entries", crop_entries)
+    crop = _wants_crop_entries(options, crop_entries)
     if isinstance(source, Image.Image):
         reduced, note = grey_and_note_from_pil(source, "<in-memory PIL image>", options)
-        phash, dhash, low_information, entries = _hash_reduced(
-            reduced, dihedral, options.crop_entries
-        )
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral, crop)
         digest = image_digest(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>", options)
         reduced, note = grey_and_note_from_bytes(data, name, options)
-        phash, dhash, low_information, entries = _hash_reduced(
-            reduced, dihedral, options.crop_entries
-        )
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral, crop)
         digest = bytes_digest(data) if low_information else 0
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
-    return ImageHashes(phash, dhash, low_information, digest, tuple(entries))
+    extra = EXTRA_KINDS if crop and entries else ()
+    kinds = (EntryKind.ORIENTATION,) * (len(entries) - len(extra)) + extra
+    return ImageHashes(
+        phash, dhash, low_information, digest, tuple(entries), tuple(int(k) for k in kinds)
+    )
 
 
 # One result per item: (phash, dhash, low_information, digest, orientation entries,
@@ -699,15 +708,23 @@ _ChunkResult: TypeAlias = (
 
 
 def _hash_encoded(
-    source: str | bytes, name: str, options: DecodeOptions, dihedral: bool = False
+    source: str | bytes,
+    name: str,
+    options: DecodeOptions,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ItemResult:
-    return _item_result(_hash_items([source], [name], options, dihedral))
+    return _item_result(_hash_items([source], [name], options, dihedral, crop_entries))
 
 
 def _hash_pil(
-    image: Image.Image, name: str, options: DecodeOptions, dihedral: bool = False
+    image: Image.Image,
+    name: str,
+    options: DecodeOptions,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ItemResult:
-    return _item_result(_hash_items([image], [name], options, dihedral))
+    return _item_result(_hash_items([image], [name], options, dihedral, crop_entries))
 
 
 def _item_result(result: _ChunkResult) -> _ItemResult:
@@ -721,10 +738,14 @@ def _item_result(result: _ChunkResult) -> _ItemResult:
 
 
 def _hash_chunk(
-    sources: list[str | bytes], names: list[str], options: DecodeOptions, dihedral: bool = False
+    sources: list[str | bytes],
+    names: list[str],
+    options: DecodeOptions,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ChunkResult:
     """Worker entry point: hash a chunk of paths/bytes (runs in a pool process)."""
-    return _hash_items(sources, names, options, dihedral)
+    return _hash_items(sources, names, options, dihedral, crop_entries)
 
 
 #: Items decoded before their hashes are computed together (:func:`_hash_items`), and
@@ -740,6 +761,7 @@ def _hash_items(
     names: Sequence[str],
     options: DecodeOptions,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ChunkResult:
     """Hash paths, bytes and PIL images: read and decode each, then hash them together.
 
@@ -779,7 +801,9 @@ def _hash_items(
             notes[positions[j]] = note
         rows = np.asarray([positions[j] for j in read], dtype=np.intp)
         phash, dhash, low, entries = _hash_reduced_batch(
-            [cast("ReducedGrey", reduced[j]) for j in read], dihedral, options.crop_entries
+            [cast("ReducedGrey", reduced[j]) for j in read],
+            dihedral,
+            _wants_crop_entries(options, crop_entries),
         )
         values[rows, 0] = phash
         values[rows, 1] = dhash
@@ -821,6 +845,7 @@ def hashes_and_notes(
     *,
     decode: DecodeOptions | None = None,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> tuple[HashTable, dict[int, str]]:
     """Hash a batch of images in this process, and return the decoder warnings unsaid.
 
@@ -842,6 +867,8 @@ def hashes_and_notes(
     dihedral : bool, default False
         Also hash each image in its canonical orientation(s)
         (``HashTable.orientations``).
+    crop_entries : bool, default False
+        With ``dihedral``, also the crop entries (see :func:`hash_sources`).
 
     Returns
     -------
@@ -861,13 +888,14 @@ def hashes_and_notes(
     """
     options = resolve_decode(decode)
     check_bool("dihedral", dihedral)
+    check_bool("crop_entries", crop_entries)
     if len(names) != len(sources):
         raise ValueError(
             f"names must have one entry per source (length {len(sources)}); "
             f"got length {len(names)}."
         )
     values, low_information, errors, entries, notes = _hash_items(
-        list(sources), [str(name) for name in names], options, dihedral
+        list(sources), [str(name) for name in names], options, dihedral, crop_entries
     )
     valid = np.ones(len(values), dtype=np.bool_)
     valid[list(errors)] = False
@@ -885,6 +913,12 @@ def hashes_and_notes(
         orientations=orientations,
     )
     return table, notes
+
+
+def _wants_crop_entries(options: DecodeOptions, crop_entries: bool) -> bool:
+    """Whether to hash the crop entries: asked for, or by the deprecated
+    ``DecodeOptions.crop_entries``."""
+    return bool(crop_entries or options.crop_entries)
 
 
 def _entry_array(rows: list[tuple[int, int, int, int]]) -> NDArray[np.uint64]:

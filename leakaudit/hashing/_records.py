@@ -45,8 +45,10 @@ class ImageHashes:
     orientations : tuple of (int, int)
         With ``hash_image(..., dihedral=True)``: the ``(phash, dhash)`` of the
         image turned to its canonical orientation(s) (see
-        :class:`OrientationHashes`); empty otherwise, and for low-information
-        images.
+        :class:`OrientationHashes`), then with ``crop_entries=True`` the crop
+        entries; empty otherwise, and for low-information images.
+    kinds : tuple of int
+        The :class:`~leakaudit.hashing.EntryKind` of each of ``orientations``.
     """
 
     phash: int
@@ -54,6 +56,7 @@ class ImageHashes:
     low_information: bool
     digest: int
     orientations: tuple[tuple[int, int], ...] = ()
+    kinds: tuple[int, ...] = ()
 
 
 @dataclass(init=False)
