@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from leakaudit._validation import check_choice, check_int, describe
+from leakaudit._validation import check_bool, check_choice, check_int, describe
 from leakaudit.adapters._common import (
     ClassMismatchWarning,
     GroupSplitResult,
@@ -44,7 +44,13 @@ from leakaudit.adapters._common import (
     moves_table,
     rows_verification_reads,
 )
-from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, hashing_options
+from leakaudit.audit import (
+    VerifySpec,
+    audit_hash_table,
+    decode_parameters,
+    hashing_options,
+    wants_crop_entries,
+)
 from leakaudit.cache import CacheSpec, hash_context, hash_sources_cached, resolve_cache
 from leakaudit.cleaning import clean_splits, resolve_lengths, split_groups
 from leakaudit.hashing import HashTable, OrientationHashes, apply_on_error, hashes_and_notes
@@ -169,13 +175,15 @@ def _hash_batch(
     options: DecodeOptions,
     dihedral: bool = False,
     cache_dir: str | None = None,
+    crop_entries: bool = False,
 ) -> Any:
     """``Dataset.map`` function: hash a batch of undecoded image cells.
 
     Module level (not a closure) so ``datasets`` can fingerprint it stably and
     reuse its cache, and so ``num_proc`` workers can pickle it. ``dihedral``
     travels in ``fn_kwargs``, as ``options`` does, so it is part of the map's
-    fingerprint: a plain run's cached hashes are never read for a dihedral run.
+    fingerprint: a plain run's cached hashes are never read for a dihedral run (and
+    ``crop_entries`` likewise).
     Cells that are file paths (no bytes) go through leakaudit's hash cache in
     ``cache_dir`` (None: off), as files do everywhere else; bytes never do.
 
@@ -216,6 +224,7 @@ def _hash_batch(
                 progress=False,
                 on_error="ignore",
                 dihedral=dihedral,
+                crop_entries=crop_entries,
             )
             cached_rows = np.asarray(files, dtype=np.int64)
             phash[cached_rows], dhash[cached_rows] = cached.phash, cached.dhash
@@ -240,7 +249,9 @@ def _hash_batch(
     if rows:
         # The whole map batch as one batch: what hash_image would give row by row.
         names = [s if isinstance(s, str) else "<in-memory bytes>" for s in sources]
-        table, notes = hashes_and_notes(sources, names, decode=options, dihedral=dihedral)
+        table, notes = hashes_and_notes(
+            sources, names, decode=options, dihedral=dihedral, crop_entries=crop_entries
+        )
         at = np.asarray(rows, dtype=np.int64)
         phash[at], dhash[at], digest[at] = table.phash, table.dhash, table.digest
         low[at] = table.low_information
@@ -304,7 +315,9 @@ def _hashes_fingerprint(raw: Dataset, column: str, fn_kwargs: Mapping[str, Any])
         return None
     # hash_context: leakaudit's hash version, a fingerprint of the decoding and hashing
     # code, the Pillow and numpy versions and every decode option, as the hash cache keys.
-    context = hash_context(fn_kwargs["options"])
+    context = hash_context(
+        fn_kwargs["options"], crop_entries=bool(fn_kwargs.get("crop_entries", False))
+    )
     text = repr((own, column, "leakaudit.hash_dataset", context, sorted(fn_kwargs.items())))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -343,6 +356,7 @@ def hash_dataset(
     desc: str | None = None,
     dihedral: bool = False,
     cache: CacheSpec = True,
+    crop_entries: bool = False,
 ) -> Dataset:
     """Return a dataset of the hashes of ``dataset``'s images, one row per row.
 
@@ -387,6 +401,11 @@ def hash_dataset(
         for image cells that are file paths; cells holding bytes are hashed
         from their bytes and never cached (``datasets``' own map cache covers
         datasets stored on disk). False: no cache.
+    crop_entries : bool, default False
+        With ``dihedral``, also the crop entries of the verification's
+        candidate net (:func:`leakaudit.hashing.hash_sources`), in the
+        orientation columns after each row's orientations (the audit asks for
+        them: :func:`leakaudit.audit.wants_crop_entries`).
 
     Returns
     -------
@@ -394,6 +413,7 @@ def hash_dataset(
     """
     datasets = _require_datasets()
     check_dihedral(dihedral)
+    check_bool("crop_entries", crop_entries)
     column = find_image_column(dataset, image_column)
     if batch_size is not None:
         batch_size = check_int("batch_size", batch_size, 1)
@@ -419,7 +439,12 @@ def hash_dataset(
     raw = dataset.select_columns([column]).cast_column(column, datasets.Image(decode=False))
     if len(raw) == 0:
         return datasets.Dataset.from_dict({name: [] for name in columns}, features=features)
-    fn_kwargs = {"options": options, "dihedral": dihedral, "cache_dir": cache_dir}
+    fn_kwargs = {
+        "options": options,
+        "dihedral": dihedral,
+        "cache_dir": cache_dir,
+        "crop_entries": crop_entries,
+    }
     with _progress_bars(progress):
         return raw.map(
             _hash_batch,
@@ -448,6 +473,7 @@ def _hash_splits(
     load_from_cache_file: bool | None,
     dihedral: bool = False,
     cache: CacheSpec = True,
+    crop_entries: bool = False,
 ) -> tuple[HashTable, list[str], list[int], list[str]]:
     check_choice("on_error", on_error, ("warn", "raise", "ignore"))
     parts: list[Any] = []
@@ -467,6 +493,7 @@ def _hash_splits(
             desc=f"leakaudit: hashing {name}",
             dihedral=dihedral,
             cache=cache,
+            crop_entries=crop_entries,
         )
         table = hashed.with_format("arrow")[:]
         parts.append(table)
@@ -577,6 +604,7 @@ def _audit(
         load_from_cache_file=load_from_cache_file,
         dihedral=dihedral,
         cache=cache,
+        crop_entries=wants_crop_entries(dihedral=dihedral, verify=verify),
     )
     report = audit_hash_table(
         table,

@@ -64,7 +64,7 @@ from PIL import Image
 
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.adapters._common import ResplitResult, check_dihedral, rows_verification_reads
-from leakaudit.audit import VerifySpec, hashing_options
+from leakaudit.audit import VerifySpec, hashing_options, wants_crop_entries
 from leakaudit.cleaning import CLEAN_POLICIES, clean_splits
 from leakaudit.hashing import (
     ON_ERROR_CHOICES,
@@ -276,7 +276,9 @@ def _expand(
         found.update({int(index[k]): reason for k, reason in hashed.errors.items()})
         if dihedral and hashed.orientations is not None:
             entries = hashed.orientations
-            orientations = OrientationHashes(index[entries.owner], entries.phash, entries.dhash)
+            orientations = OrientationHashes(
+                index[entries.owner], entries.phash, entries.dhash, entries.kind
+            )
     return HashTable(
         sources=[""] * n,
         phash=phash,
@@ -296,6 +298,7 @@ def _hash_batch(
     options: DecodeOptions,
     dihedral: bool,
     hashing: dict[str, Any],
+    crop_entries: bool = False,
 ) -> Any:
     """``map_batches`` function: the core's hashing of one batch, as hash-shard rows.
 
@@ -318,7 +321,13 @@ def _hash_batch(
     hashed = None
     if items:
         hashed = hash_sources(
-            items, decode=options, workers=1, progress=False, on_error="ignore", dihedral=dihedral
+            items,
+            decode=options,
+            workers=1,
+            progress=False,
+            on_error="ignore",
+            dihedral=dihedral,
+            crop_entries=crop_entries,
         )
     table = _expand(hashed, rows, n, errors, dihedral=dihedral)
     if spec.path_column is not None:
@@ -397,7 +406,7 @@ def hash_ray_dataset(
         Also hash each image turned to its canonical orientation(s).
     verify : "auto", bool or VerifyOptions, default "auto"
         The verification the hashes are for: with ``dihedral``, it adds the
-        crop and rotation entries (:func:`leakaudit.audit.hashing_options`).
+        crop and rotation entries (:func:`leakaudit.audit.wants_crop_entries`).
     batch_size : int, default 256
         Images per ``map_batches`` batch.
     concurrency : int, optional
@@ -415,6 +424,7 @@ def hash_ray_dataset(
         concurrency = check_int("concurrency", concurrency, 1)
     spec = _row_spec(ds, image_column, split_column, id_column, path_column)
     options = hashing_options(decode, dihedral=dihedral, verify=verify)
+    crop_entries = wants_crop_entries(dihedral=dihedral, verify=verify)
     return ds.select_columns(_used_columns(spec)).map_batches(
         _hash_batch,
         batch_format="numpy",
@@ -424,7 +434,8 @@ def hash_ray_dataset(
             "spec": spec,
             "options": options,
             "dihedral": dihedral,
-            "hashing": hashing_metadata(options, dihedral=dihedral),
+            "crop_entries": crop_entries,
+            "hashing": hashing_metadata(options, dihedral=dihedral, crop_entries=crop_entries),
         },
     )
 
@@ -466,14 +477,16 @@ def _preserving_order(ds: Any) -> Iterator[None]:
         options.preserve_order = previous
 
 
-def _empty_table(spec: _RowSpec, options: DecodeOptions, dihedral: bool) -> Any:
+def _empty_table(
+    spec: _RowSpec, options: DecodeOptions, dihedral: bool, crop_entries: bool = False
+) -> Any:
     table = _expand(None, [], 0, {}, dihedral=dihedral)
     return hash_shard_table(
         table,
         ids=[],
         split=[],
         paths=[],
-        hashing=hashing_metadata(options, dihedral=dihedral),
+        hashing=hashing_metadata(options, dihedral=dihedral, crop_entries=crop_entries),
     )
 
 
@@ -660,7 +673,14 @@ def audit_ray_dataset(
             write_hash_shards(materialized, hashes_out)
         tables = [table for table in ray.get(materialized.to_arrow_refs()) if table.num_rows]
     if not tables:
-        tables = [_empty_table(spec, options, dihedral)]
+        tables = [
+            _empty_table(
+                spec,
+                options,
+                dihedral,
+                wants_crop_entries(dihedral=dihedral, verify=verify),
+            )
+        ]
     shards = HashShards.from_arrow(tables)
     images = _verification_images(
         ds,

@@ -57,7 +57,13 @@ from leakaudit.adapters._common import (
     destination_rows,
     moves_table,
 )
-from leakaudit.audit import VerifySpec, audit_hash_table, decode_parameters, hashing_options
+from leakaudit.audit import (
+    VerifySpec,
+    audit_hash_table,
+    decode_parameters,
+    hashing_options,
+    wants_crop_entries,
+)
 from leakaudit.cache import CacheSpec, hash_sources_cached
 from leakaudit.cleaning import SplitPlan, clean_splits, resolve_lengths, split_groups
 from leakaudit.errors import ImageLoadError
@@ -254,12 +260,14 @@ def _label_value(label: Any) -> Any:
 
 
 #: What hashing one item gives: ``(phash, dhash, low_information, digest, orientation
-#: entries)``, or the reason it could not be hashed. The entries are ``(phash, dhash)``
-#: pairs, empty unless dihedral matching was asked for.
-_ItemHashes = tuple[int, int, bool, int, tuple[tuple[int, int], ...]]
+#: entries, their kinds)``, or the reason it could not be hashed. The entries are
+#: ``(phash, dhash)`` pairs, empty unless dihedral matching was asked for.
+_ItemHashes = tuple[int, int, bool, int, tuple[tuple[int, int], ...], tuple[int, ...]]
 
 
-def _hash_item(item: Any, options: DecodeOptions, dihedral: bool = False) -> _ItemHashes | str:
+def _hash_item(
+    item: Any, options: DecodeOptions, dihedral: bool = False, crop_entries: bool = False
+) -> _ItemHashes | str:
     from PIL import Image
 
     image, _ = _image_and_label(item)
@@ -270,12 +278,19 @@ def _hash_item(item: Any, options: DecodeOptions, dihedral: bool = False) -> _It
             image = _array_to_pil(image, Image)
         elif not isinstance(image, (Image.Image, str, os.PathLike, bytes, bytearray)):
             return f"the dataset yields {type(image).__name__}, not an image"
-        result = hash_image(image, decode=options, dihedral=dihedral)
+        result = hash_image(image, decode=options, dihedral=dihedral, crop_entries=crop_entries)
     except ImageLoadError as exc:
         return exc.reason
     except (ValueError, TypeError) as exc:
         return str(exc)
-    return result.phash, result.dhash, result.low_information, result.digest, result.orientations
+    return (
+        result.phash,
+        result.dhash,
+        result.low_information,
+        result.digest,
+        result.orientations,
+        result.kinds,
+    )
 
 
 class _HashingView:
@@ -286,12 +301,18 @@ class _HashingView:
     """
 
     def __init__(
-        self, base: Any, indices: list[int], options: DecodeOptions, dihedral: bool = False
+        self,
+        base: Any,
+        indices: list[int],
+        options: DecodeOptions,
+        dihedral: bool = False,
+        crop_entries: bool = False,
     ) -> None:
         self.base = base
         self.indices = indices
         self.options = options
         self.dihedral = dihedral
+        self.crop_entries = crop_entries
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -302,7 +323,10 @@ class _HashingView:
         except Exception as exc:  # the dataset's own loader/transform failed on this item
             return f"loading failed: {type(exc).__name__}: {exc}", None
         _, label = _image_and_label(item)
-        return _hash_item(item, self.options, self.dihedral), _label_value(label)
+        return (
+            _hash_item(item, self.options, self.dihedral, self.crop_entries),
+            _label_value(label),
+        )
 
 
 def _keep_item(item: Any) -> Any:
@@ -340,9 +364,10 @@ def _hash_generic(
     transform_override: Any,
     num_workers: int,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> tuple[list[_ItemHashes | str], list[Any]]:
     base = _with_transform(resolved.base, transform_override, resolved.name)
-    view = _HashingView(base, resolved.indices, options, dihedral)
+    view = _HashingView(base, resolved.indices, options, dihedral, crop_entries)
     n = len(view)
     bar = Progress(n, label=f"hashing {resolved.name}", enabled=progress_enabled(progress, n))
     results: list[_ItemHashes | str] = []
@@ -393,6 +418,7 @@ def _hash_resolved(
     num_workers: int,
     cache: CacheSpec = True,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _Hashed:
     check_choice("on_error", on_error, ("warn", "raise", "ignore"))
     num_workers = check_int("num_workers", num_workers, 0)
@@ -440,6 +466,7 @@ def _hash_resolved(
             progress=progress,
             on_error="raise" if on_error == "raise" else "ignore",
             dihedral=dihedral,
+            crop_entries=crop_entries,
         )
         rows = np.asarray(path_rows, dtype=np.int64)
         phash[rows], dhash[rows], digest[rows] = part.phash, part.dhash, part.digest
@@ -447,7 +474,9 @@ def _hash_resolved(
         errors.update({path_rows[i]: reason for i, reason in part.errors.items()})
         if part.orientations is not None:
             entries = part.orientations
-            turned.append(OrientationHashes(rows[entries.owner], entries.phash, entries.dhash))
+            turned.append(
+                OrientationHashes(rows[entries.owner], entries.phash, entries.dhash, entries.kind)
+            )
     for entry, start in generic:
         results, found = _hash_generic(
             entry,
@@ -456,9 +485,11 @@ def _hash_resolved(
             transform_override=transform_override,
             num_workers=num_workers,
             dihedral=dihedral,
+            crop_entries=crop_entries,
         )
         owner: list[int] = []
         pairs: list[tuple[int, int]] = []
+        kinds: list[int] = []
         for offset, (result, label) in enumerate(zip(results, found, strict=True)):
             row = start + offset
             labels[row] = label
@@ -467,15 +498,19 @@ def _hash_resolved(
                     raise ImageLoadError(names[row], result)
                 errors[row] = result
             else:
-                phash[row], dhash[row], low[row], digest[row], oriented = result
+                phash[row], dhash[row], low[row], digest[row], oriented, oriented_kinds = result
                 valid[row] = True
                 owner.extend([row] * len(oriented))
                 pairs.extend(oriented)
+                kinds.extend(oriented_kinds)
         if dihedral:
             values = np.asarray(pairs, dtype=np.uint64).reshape(-1, 2)
             turned.append(
                 OrientationHashes(
-                    np.asarray(owner, dtype=np.int64), values[:, 0].copy(), values[:, 1].copy()
+                    np.asarray(owner, dtype=np.int64),
+                    values[:, 0].copy(),
+                    values[:, 1].copy(),
+                    np.asarray(kinds, dtype=np.int8),
                 )
             )
     table = HashTable(
@@ -621,6 +656,7 @@ def audit_datasets(
         num_workers=num_workers,
         cache=cache,
         dihedral=dihedral,
+        crop_entries=wants_crop_entries(dihedral=dihedral, verify=verify),
     )
     return _report_from(hashed, options, method, threshold, dihedral=dihedral, verify=verify)
 
@@ -942,6 +978,7 @@ def leak_free_random_split(
         use_samples=use_samples,
         num_workers=num_workers,
         dihedral=dihedral,
+        crop_entries=wants_crop_entries(dihedral=dihedral, verify=verify),
         cache=cache,
     )
     report = _report_from(hashed, options, method, threshold, dihedral=dihedral, verify=verify)

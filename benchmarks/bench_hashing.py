@@ -6,7 +6,7 @@ methods interleaved pass by pass, best of ``--repeat`` passes):
 * ``leakaudit``       ``hash_sources`` (pHash + dHash, one decode; the BLAKE2b digest
   only for low-information images), 1 worker, default options
 * ``leakaudit-audit`` the same with the options the default audit hashes with
-  (``audit_splits``: ``dihedral=True`` and ``DecodeOptions(crop_entries=True)``: the
+  (``audit_splits``: ``dihedral=True`` and ``crop_entries=True``: the
   orientation, content, crop and rotation entries of the candidate net), 1 worker
 * ``compute_hashes``  ``compute_hashes(paths, workers=1, cache=False)``: the seed's
   DataFrame API, the table assembled; ``compute-cold`` the same with a new, empty
@@ -48,7 +48,7 @@ With ``--hf SET ...`` each of those sets is also put in an in-memory Hugging Fac
 
 * ``hf``       ``leakaudit.adapters.huggingface.hash_dataset(ds, cache=False)``
 * ``hf-audit`` the same with the default audit's options (``dihedral=True``,
-  ``DecodeOptions(crop_entries=True)``)
+  ``crop_entries=True``)
 * ``hf-floor`` decoding the same bytes from memory (``Image.open(BytesIO(b))``,
   ``draft``, ``load``), at leakaudit's reduction
 
@@ -95,12 +95,13 @@ sys.path.insert(0, str(HERE))
 
 from leakaudit import compute_hashes  # noqa: E402
 from leakaudit._validation import usable_cpu_count  # noqa: E402
-from leakaudit.audit import hashing_options  # noqa: E402
+from leakaudit.audit import hashing_options, wants_crop_entries  # noqa: E402
 from leakaudit.hashing import hash_sources  # noqa: E402
 from leakaudit.loading import DecodeOptions, reduction_scale  # noqa: E402
 
 #: What the default audit (``audit_splits(..., dihedral=True, verify="auto")``) hashes with.
 AUDIT_OPTIONS = hashing_options(None, dihedral=True, verify="auto")
+AUDIT_CROP_ENTRIES = wants_crop_entries(dihedral=True, verify="auto")
 
 # name -> (size, format, description, grain recipe or None, quality without grain)
 # A recipe re-encodes each crop as JPEG with Gaussian grain: (quality, luma sigma,
@@ -206,6 +207,7 @@ def run_ours(paths: Sequence[Path], workers: int, audit: bool = False) -> None:
             on_error="raise",
             dihedral=True,
             decode=AUDIT_OPTIONS,
+            crop_entries=AUDIT_CROP_ENTRIES,
         )
     else:
         table = hash_sources(paths, workers=workers, progress=False, on_error="raise")
@@ -364,7 +366,11 @@ def hf_dataset(paths: Sequence[Path]) -> tuple[Any, list[bytes]]:
 def run_hf(dataset: Any, audit: bool = False) -> None:
     from leakaudit.adapters.huggingface import hash_dataset
 
-    options: dict[str, Any] = {"dihedral": True, "decode": AUDIT_OPTIONS} if audit else {}
+    options: dict[str, Any] = (
+        {"dihedral": True, "decode": AUDIT_OPTIONS, "crop_entries": AUDIT_CROP_ENTRIES}
+        if audit
+        else {}
+    )
     hashed = hash_dataset(dataset, cache=False, progress=False, **options)
     assert len(hashed) == len(dataset)
 

@@ -49,14 +49,21 @@ sys.path.insert(0, str(HERE))
 
 from bench_hashing import build_set, machine_load, warm_page_cache  # noqa: E402
 
-from leakaudit.audit import audit_sources, hashing_options  # noqa: E402
+from leakaudit.audit import audit_sources, hashing_options, wants_crop_entries  # noqa: E402
 from leakaudit.hashing import HashTable, hash_sources  # noqa: E402
 from leakaudit.shards import HashShards  # noqa: E402
 
 
 def run_core(paths: Sequence[str], workers: int) -> HashTable:
     options = hashing_options(None, dihedral=True, verify="auto")
-    return hash_sources(paths, decode=options, dihedral=True, workers=workers, progress=False)
+    return hash_sources(
+        paths,
+        decode=options,
+        dihedral=True,
+        crop_entries=wants_crop_entries(dihedral=True, verify="auto"),
+        workers=workers,
+        progress=False,
+    )
 
 
 def run_ray(ds: Any, concurrency: int, batch_size: int) -> HashShards:

@@ -41,7 +41,7 @@ import bench_closure as bc  # noqa: E402
 from leakaudit import verify  # noqa: E402
 from leakaudit._verify_stage import _views  # noqa: E402
 from leakaudit.grouping import connected_component_labels  # noqa: E402
-from leakaudit.hashing import entry_kinds, hash_sources, turned_view  # noqa: E402
+from leakaudit.hashing import hash_sources, turned_view  # noqa: E402
 from leakaudit.loading import DecodeOptions  # noqa: E402
 
 
@@ -60,11 +60,13 @@ def prepare(full: bool, data_dir: Path, workers: int) -> dict[str, Any]:
             return data
     order = [p for s in bc.SPLITS for p in frame.loc[frame["split"] == s, "path"].tolist()]
     position = pd.Series(np.arange(len(frame)), index=frame["path"])
-    decode = DecodeOptions(trim_borders=True, crop_entries=True)  # the default audit's
-    table = hash_sources(order, decode=decode, dihedral=True, workers=workers, progress=False)
+    decode = DecodeOptions(trim_borders=True)  # the default audit's, with its entries:
+    table = hash_sources(
+        order, decode=decode, dihedral=True, crop_entries=True, workers=workers, progress=False
+    )
     entries = table.orientations
     assert entries is not None
-    kinds = entry_kinds(entries.owner)
+    kinds = entries.kind
     linkable = np.asarray(table.valid, dtype=bool) & ~np.asarray(table.low_information, bool)
     options = verify.VerifyOptions()
     pairs, distance = verify.candidate_pairs(

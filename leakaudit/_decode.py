@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -113,15 +114,11 @@ class DecodeOptions:
         0.4% to 99.5%, false pairs between unrelated photos unchanged, about 2%
         more hashing time (``benchmarks/RESULTS.md``, "Borders and crops").
     crop_entries : bool, default False
-        With dihedral matching (``hash_sources(..., dihedral=True)``), also
-        index each image's hashes as it is, of its content inside a uniform
-        background, of a few crops (95% of each side at 9 positions, 85% at
-        16) and of small rotations (+-3 and +-6 degrees, centre crops): the
-        candidate net that reaches padded, cropped and slightly rotated copies,
-        which no whole-image hash does. These entries only *propose*
-        candidate pairs; :mod:`leakaudit.verify` decides each one (the audits
-        turn this on when ``verify`` is). Well under a decode per image: fixed
-        matrices on the 32 x 32 pHash thumbnail, not Pillow's exact resampling.
+        Deprecated (a ``DeprecationWarning`` when True): the crop entries are a
+        hashing choice, ``hash_sources(..., crop_entries=True)`` (and
+        ``hash_image``, ``hashes_and_notes``, ``hash_sources_cached``); the
+        audits ask for them by themselves when they verify with dihedral
+        matching. True still hashes them, as before.
 
     Examples
     --------
@@ -165,6 +162,14 @@ class DecodeOptions:
         check_bool("trim_borders", self.trim_borders)
         check_int("max_file_bytes", self.max_file_bytes, 1)
         check_bool("crop_entries", self.crop_entries)
+        if self.crop_entries:
+            warnings.warn(
+                "DecodeOptions(crop_entries=True) is deprecated: pass crop_entries=True to "
+                "the hashing function (hash_sources, hash_image, hashes_and_notes, "
+                "hash_sources_cached) instead; the audits hash the entries they need.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         check_int("max_decode_pixels", self.max_decode_pixels, 1)
 
 

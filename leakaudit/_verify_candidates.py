@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from leakaudit._verify_options import VerifyOptions
-from leakaudit.hashing import entry_kinds, popcount64
+from leakaudit.hashing import EntryKind, popcount64
 from leakaudit.search import iter_pairs_within
 from leakaudit.search_between import iter_pairs_between
 
@@ -25,14 +25,18 @@ __all__ = [
     "table_candidates",
 ]
 
-# Entry kinds, as hashing.entry_kinds numbers them.
-WHOLE, CROP, ROTATION, AS_IS, CONTENT = 0, 1, 2, 3, 4
+# The entry kinds by the names verification gives them (one numbering: EntryKind).
+WHOLE = EntryKind.ORIENTATION
+CROP = EntryKind.CROP
+ROTATION = EntryKind.ROTATION
+AS_IS = EntryKind.AS_IS
+CONTENT = EntryKind.CONTENT
 # Which kinds of entries pair up: turned whole images with each other; the image as it
 # is with crops and rotations; crops with rotations (a rotated copy's crop against the
 # original's rotation); the content inside a uniform background with another's content
 # or whole image (a padded or letterboxed graphic). Never crop with crop or rotation
 # with rotation.
-PAIRED_KINDS = np.zeros((5, 5), dtype=bool)
+PAIRED_KINDS = np.zeros((len(EntryKind), len(EntryKind)), dtype=bool)
 for _x, _y in (
     (WHOLE, WHOLE),
     (AS_IS, CROP),
@@ -151,8 +155,7 @@ def table_candidates(
     linkable = valid & ~np.asarray(low_information, dtype=bool)
     entries = table.orientations if dihedral else None
     if entries is not None and len(entries):
-        owner, phash, dhash = entries.owner, entries.phash, entries.dhash
-        kinds = entry_kinds(owner)
+        owner, phash, dhash, kinds = entries.owner, entries.phash, entries.dhash, entries.kind
     else:
         owner = np.arange(n, dtype=np.int64)
         phash = np.where(valid, table.phash, np.uint64(0)).astype(np.uint64)

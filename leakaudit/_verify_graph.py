@@ -21,7 +21,7 @@ from leakaudit._verify_stage import TableEntries, VerifiedPairs, verify_candidat
 from leakaudit.copykind import copy_kind
 from leakaudit.errors import ImageLoadError
 from leakaudit.grouping import connected_component_labels, exact_key_edges, linking_pairs_kept_apart
-from leakaudit.hashing import bytes_digest, entry_kinds, image_digest
+from leakaudit.hashing import bytes_digest, image_digest
 from leakaudit.loading import DecodeOptions, read_source
 
 __all__ = [
@@ -345,12 +345,12 @@ def verified_labels(
     star: VerifiedPairs | None = None
     if dihedral and table.orientations is not None and len(table.orientations):
         entries_found = table.orientations
-        entry_owner, entry_phash, entry_dhash = (
+        entry_owner, entry_phash, entry_dhash, entry_kinds_found = (
             entries_found.owner,
             entries_found.phash,
             entries_found.dhash,
+            entries_found.kind,
         )
-        entry_kinds_found = entry_kinds(entry_owner)
     else:
         entry_owner = np.arange(n, dtype=np.int64)
         entry_phash = np.asarray(table.phash).astype(np.uint64)

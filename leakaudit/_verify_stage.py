@@ -169,7 +169,7 @@ class TableEntries:
         The row of each entry, ascending (a row's entries are contiguous).
     phash, dhash : numpy.ndarray of uint64
     kinds : numpy.ndarray of int8
-        As :func:`leakaudit.hashing.entry_kinds`.
+        Each entry's :class:`leakaudit.hashing.EntryKind` (``OrientationHashes.kind``).
     """
 
     owner: NDArray[np.int64]

@@ -11,12 +11,12 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._greyscale import flatten_rgba
-from leakaudit._verify_candidates import AS_IS, CONTENT, CROP, ROTATION, WHOLE
+from leakaudit._verify_candidates import CONTENT, CROP
 from leakaudit._verify_options import GRAPHIC_SIDE
 from leakaudit.errors import ImageLoadError
 from leakaudit.hashing import (
-    CROP_ROTATIONS,
-    N_CROP_ENTRIES,
+    EXTRA_KINDS,
+    EntryKind,
     bytes_digest,
     content_box,
     dihedral_orientations,
@@ -183,7 +183,7 @@ def load_view(
     entries : tuple, optional
         ``(hashes, kinds)``: the row's entries as the hash table holds them
         (``hashes`` shape (k, 2), pHash and dHash; ``kinds`` as
-        :func:`leakaudit.hashing.entry_kinds`), crop and rotation entries
+        :class:`leakaudit.hashing.EntryKind`), crop and rotation entries
         included. They are used as they are instead of being hashed again, so
         the check aligns on exactly the entries that proposed the pair.
 
@@ -271,10 +271,7 @@ def _entries_of(
     phash, dhash, ac, extra = whole_and_crop_hashes(grey, box)
     code = dihedral_orientations(ac)[0]
     whole = (phash, dhash) if code == 0 else whole_hashes(*turned_view(grey, box, code))[:2]
-    kinds = np.array(
-        [WHOLE, AS_IS, CONTENT] + [CROP] * N_CROP_ENTRIES + [ROTATION] * len(CROP_ROTATIONS),
-        dtype=np.int8,
-    )
+    kinds = np.array([EntryKind.ORIENTATION, *EXTRA_KINDS], dtype=np.int8)
     return np.array([whole, (phash, dhash), *extra], dtype=np.uint64), kinds
 
 

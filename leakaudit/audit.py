@@ -24,7 +24,13 @@ from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
 from leakaudit.embedding import run_embedding_stage
 from leakaudit.frames import frame_from_hash_table
 from leakaudit.grouping import link_labels
-from leakaudit.hashing import HashTable, OrientationHashes, bytes_digest, entry_kinds, image_digest
+from leakaudit.hashing import (
+    EntryKind,
+    HashTable,
+    OrientationHashes,
+    bytes_digest,
+    image_digest,
+)
 from leakaudit.listing import (
     drop_repeated_paths,
     list_image_paths,
@@ -54,6 +60,7 @@ __all__ = [
     "decode_parameters",
     "hashing_options",
     "source_digest",
+    "wants_crop_entries",
 ]
 
 
@@ -70,16 +77,30 @@ def _paths_of(name: str, spec: Any, recursive: bool, within: list[str]) -> list[
 def hashing_options(
     decode: DecodeOptions | None, *, dihedral: bool, verify: VerifySpec
 ) -> DecodeOptions:
-    """The decoding an audit hashes with: ``decode``, plus the candidate net's entries.
+    """The decoding an audit hashes with: ``decode`` (None: the defaults).
 
-    With verification and dihedral matching, the crop and rotation entries
-    (``DecodeOptions.crop_entries``) are hashed too: they ride on the
-    orientation entries.
+    The candidate net's entries are a hashing choice, not a decoding one: see
+    :func:`wants_crop_entries`. (``dihedral`` and ``verify`` are kept for the
+    callers that pass them.)
     """
-    options = resolve_decode(decode)
-    if verify is not False and dihedral and not options.crop_entries:
-        options = dataclasses.replace(options, crop_entries=True)
-    return options
+    return resolve_decode(decode)
+
+
+def wants_crop_entries(*, dihedral: bool, verify: VerifySpec) -> bool:
+    """Whether an audit hashes the crop entries (``hash_sources(..., crop_entries=)``).
+
+    With verification and dihedral matching: the crop, rotation, as-is and
+    content entries ride on the orientation entries and propose the
+    candidates verification decides (:mod:`leakaudit.verify`).
+
+    Examples
+    --------
+    >>> wants_crop_entries(dihedral=True, verify="auto")
+    True
+    >>> wants_crop_entries(dihedral=True, verify=False)
+    False
+    """
+    return verify is not False and bool(dihedral)
 
 
 def decode_parameters(options: DecodeOptions) -> dict[str, Any]:
@@ -155,6 +176,7 @@ def audit_sources(
         progress=progress,
         on_error=on_error,
         dihedral=dihedral,
+        crop_entries=wants_crop_entries(dihedral=dihedral, verify=verify),
     )
     parameters = decode_parameters(options)
     parameters.update(extra_parameters or {})
@@ -488,10 +510,12 @@ def _whole_entries(entries: OrientationHashes | None) -> OrientationHashes | Non
     """The orientation entries alone (without crop and rotation entries)."""
     if entries is None:
         return None
-    whole = entry_kinds(entries.owner) == 0
+    whole = entries.kind == EntryKind.ORIENTATION
     if whole.all():
         return entries
-    return OrientationHashes(entries.owner[whole], entries.phash[whole], entries.dhash[whole])
+    return OrientationHashes(
+        entries.owner[whole], entries.phash[whole], entries.dhash[whole], entries.kind[whole]
+    )
 
 
 def _with_embedding_edges(edges: pd.DataFrame, pairs: pd.DataFrame | None) -> pd.DataFrame:
@@ -605,10 +629,10 @@ def audit_splits(
         orientation, from the same decode (about 1.1x the hashing time), and
         the search compares those canonical hashes
         (:class:`~leakaudit.hashing.OrientationHashes`; measured in
-        ``benchmarks/RESULTS.md``, "Dihedral matching"). With
-        ``DecodeOptions.crop_entries`` (the default) the crop and rotation
-        entries of the candidate net are hashed alongside. ``False`` hashes
-        each image as it is only.
+        ``benchmarks/RESULTS.md``, "Dihedral matching"). With verification
+        (the default) the crop and rotation entries of the candidate net are
+        hashed alongside (:func:`wants_crop_entries`). ``False`` hashes each
+        image as it is only.
     verify : "auto", bool or VerifyOptions, default "auto"
         Hashes propose, verification decides (:mod:`leakaudit.verify`): the
         candidate pairs of the wider net (looser threshold, orientations,
@@ -619,7 +643,7 @@ def audit_splits(
         pair within ``threshold`` (the bare threshold rule). Which stages ran is in
         ``report.parameters["stages"]``, each linked pair's evidence in
         ``report.edges``. With ``dihedral=True`` it also indexes the crop and
-        rotation entries (``DecodeOptions.crop_entries``).
+        rotation entries (``hash_sources(..., crop_entries=True)``).
 
     Returns
     -------

@@ -363,8 +363,14 @@ def _source_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def hash_context(options: DecodeOptions) -> int:
+def hash_context(options: DecodeOptions, *, crop_entries: bool = False) -> int:
     """Return the signed 64-bit key of everything besides the file that decides its hashes.
+
+    ``crop_entries`` (the hashing choice, see
+    :func:`~leakaudit.hashing.hash_sources`) is part of it: rows hashed with and
+    without the crop entries are kept apart. It takes the place of the
+    deprecated ``DecodeOptions.crop_entries`` in the key, so either way of
+    asking gives the same key (and a cache written before keeps serving).
 
     Examples
     --------
@@ -372,12 +378,22 @@ def hash_context(options: DecodeOptions) -> int:
     True
     >>> hash_context(DecodeOptions()) == hash_context(DecodeOptions(exif_transpose=False))
     False
+    >>> hash_context(DecodeOptions()) == hash_context(DecodeOptions(), crop_entries=True)
+    False
     """
     import PIL
 
     # Every field, by name: an option added to DecodeOptions is part of the key
     # without anyone remembering to list it here.
-    decode = tuple((field.name, getattr(options, field.name)) for field in fields(options))
+    decode = tuple(
+        (
+            field.name,
+            bool(crop_entries or options.crop_entries)
+            if field.name == "crop_entries"
+            else getattr(options, field.name),
+        )
+        for field in fields(options)
+    )
     text = repr(
         (
             HASH_VERSION,
@@ -792,6 +808,7 @@ def hash_sources_cached(
     progress: bool | None = None,
     on_error: str = "warn",
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> HashTable:
     """:func:`~leakaudit.hashing.hash_sources`, served from the hash cache where possible.
 
@@ -809,7 +826,7 @@ def hash_sources_cached(
     cache : bool, str, os.PathLike, HashCache or None, default True
         True: the :func:`default_cache_dir`; a folder: that one; False/None:
         plain ``hash_sources``.
-    decode, workers, progress, on_error, dihedral
+    decode, workers, progress, on_error, dihedral, crop_entries
         As in :func:`~leakaudit.hashing.hash_sources`. The cache holds no
         orientation hashes: with ``dihedral=True`` every image is hashed (and
         its entry stored for plain runs).
@@ -837,6 +854,7 @@ def hash_sources_cached(
         progress=progress,
         on_error=on_error,
         dihedral=dihedral,
+        crop_entries=crop_entries,
     )
     return table
 
@@ -938,6 +956,7 @@ def hash_sources_with_files(
     progress: bool | None,
     on_error: str,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> tuple[HashTable, CachedFiles | None]:
     """:func:`hash_sources_cached`, plus what it knows of the files (None: uncached).
 
@@ -954,12 +973,14 @@ def hash_sources_with_files(
             progress=progress,
             on_error=on_error,
             dihedral=dihedral,
+            crop_entries=crop_entries,
         )
         return table, None
     check_choice("on_error", on_error, ON_ERROR_CHOICES)
     if not isinstance(options, DecodeOptions):
         raise TypeError(f"options must be a DecodeOptions; got {describe(options)}.")
     check_bool("dihedral", dihedral)
+    check_bool("crop_entries", crop_entries)
     if isinstance(sources, (str, bytes, bytearray, os.PathLike, Image.Image)):
         raise TypeError(
             "sources must be a sequence of paths, bytes or PIL images; "
@@ -979,7 +1000,7 @@ def hash_sources_with_files(
             for i, item in enumerate(items)
             if isinstance(item, (str, os.PathLike)) and isinstance(os.fspath(item), str)
         ]
-    context = hash_context(options)
+    context = hash_context(options, crop_entries=crop_entries)
 
     # Stat every file; the cacheable ones (regular files) get a key and an identity.
     rows, keys, identities = _identify(names, file_rows)
@@ -1012,6 +1033,7 @@ def hash_sources_with_files(
         progress=progress,
         on_error="ignore",
         dihedral=dihedral,
+        crop_entries=crop_entries,
     )
     if misses:
         at = np.asarray(misses, dtype=np.intp)

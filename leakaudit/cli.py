@@ -35,7 +35,7 @@ from leakaudit._cli_parser import threshold_spec as _threshold_spec
 from leakaudit._cli_parser import verify_spec as _verify_spec
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._text import first_few, printable
-from leakaudit.audit import audit_splits, hashing_options
+from leakaudit.audit import audit_splits, hashing_options, wants_crop_entries
 from leakaudit.cache import CACHE_DIR_ENV, default_cache_dir, hash_sources_cached
 from leakaudit.calibrate import MIN_CALIBRATION_IMAGES, calibrate_threshold
 from leakaudit.cleaning import clean_splits
@@ -224,9 +224,9 @@ def _write_hash_shards(
     table = report.table
     assert table is not None  # audit_splits always returns its table
     paths = [str(path) for path in table["path"].tolist()]
-    options = hashing_options(
-        decode, dihedral=args.dihedral, verify="auto" if args.verify else False
-    )
+    verify = "auto" if args.verify else False
+    options = hashing_options(decode, dihedral=args.dihedral, verify=verify)
+    crop_entries = wants_crop_entries(dihedral=args.dihedral, verify=verify)
     hashed = hash_sources_cached(
         paths,
         cache=cache,
@@ -235,6 +235,7 @@ def _write_hash_shards(
         progress=_progress(args),
         on_error="ignore",
         dihedral=args.dihedral,
+        crop_entries=crop_entries,
     )
     audited, _ = hash_values_from_frame(table, "phash")
     changed = int(np.count_nonzero(audited != hashed.phash))
@@ -252,7 +253,7 @@ def _write_hash_shards(
         split=table["split"].tolist(),
         paths=[os.path.abspath(path) for path in paths],
         digests=digests,
-        hashing=hashing_metadata(options, dihedral=args.dihedral),
+        hashing=hashing_metadata(options, dihedral=args.dihedral, crop_entries=crop_entries),
     )
 
 

@@ -3,7 +3,7 @@
 The candidate net (:func:`candidate_pairs`) is wider than a bare threshold: whole-image
 hashes at a looser threshold (:data:`CANDIDATE_THRESHOLD`), with dihedral orientation
 entries, and the crop and rotation entries of :func:`leakaudit.hashing.hash_sources`
-(``DecodeOptions.crop_entries``), which reach cropped and slightly rotated copies. A
+(``crop_entries=True``), which reach cropped and slightly rotated copies. A
 candidate links only when verification accepts it, cheapest stage first, and each
 accepted pair records the stage and its evidence (:data:`leakaudit.report.EDGE_COLUMNS`):
 

@@ -429,7 +429,7 @@ def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool, cached:
     """
     from leakaudit.hashing import hash_image
 
-    decode = DecodeOptions(crop_entries=audit)
+    decode = DecodeOptions()
     stored = tmp_path / "stored.png"
     stored.write_bytes(encode(photo_like_image(7, (40, 30)), "PNG"))
     cells = [cell(encode(photo_like_image(i, SIZE), quality=90)) for i in range(12)]
@@ -449,6 +449,7 @@ def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool, cached:
         decode=decode,
         dihedral=audit,
         cache=tmp_path / "cache" if cached else False,
+        crop_entries=audit,
     )
     assert hashed["source_path"] == [source and source["path"] for source in cells]
     assert hashed["source_path"][:2] == ["kept/name.jpg", "image.jpg"]
@@ -464,6 +465,7 @@ def test_hash_dataset_rows_equal_hash_image(tmp_path: Path, audit: bool, cached:
                 source["bytes"] if source["bytes"] is not None else source["path"],
                 decode=decode,
                 dihedral=audit,
+                crop_entries=audit,
             )
         except ImageLoadError as exc:
             assert got["error"] == exc.reason

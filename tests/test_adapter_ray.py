@@ -32,7 +32,7 @@ from leakaudit.adapters.ray import (  # noqa: E402
     relabel_ray_dataset,
     write_hash_shards,
 )
-from leakaudit.audit import audit_sources, hashing_options  # noqa: E402
+from leakaudit.audit import audit_sources, hashing_options, wants_crop_entries  # noqa: E402
 from leakaudit.cleaning import clean_splits  # noqa: E402
 from leakaudit.errors import ImageLoadError  # noqa: E402
 from leakaudit.hashing import UnreadableImageWarning, hash_sources  # noqa: E402
@@ -334,6 +334,7 @@ def test_hash_rows_are_the_cores_hashes(ray_cluster: None, dataset: Any) -> None
     shards = HashShards.from_arrow(ray.get(hashed.to_arrow_refs()))
     core = hash_sources(
         some, decode=hashing_options(None, dihedral=True, verify="auto"), dihedral=True,
+        crop_entries=wants_crop_entries(dihedral=True, verify="auto"),
         workers=1, on_error="ignore",
     )  # fmt: skip
     order = pd.Index(shards.ids).get_indexer(some)  # Ray's row order is its own here

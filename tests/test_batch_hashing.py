@@ -29,11 +29,11 @@ from leakaudit.loading import DecodeOptions, ImageDecodeWarning
 OPTIONS = {
     "plain": ({}, DecodeOptions()),
     "dihedral": ({"dihedral": True}, DecodeOptions()),
-    "audit": ({"dihedral": True}, DecodeOptions(crop_entries=True)),
-    "full-size": ({"dihedral": True}, DecodeOptions(min_side=None, crop_entries=True)),
+    "audit": ({"dihedral": True, "crop_entries": True}, DecodeOptions()),
+    "full-size": ({"dihedral": True, "crop_entries": True}, DecodeOptions(min_side=None)),
     "untrimmed": (
-        {"dihedral": True},
-        DecodeOptions(trim_borders=False, exif_transpose=False, crop_entries=True),
+        {"dihedral": True, "crop_entries": True},
+        DecodeOptions(trim_borders=False, exif_transpose=False),
     ),
     "small-side": ({}, DecodeOptions(min_side=16, background=(0, 0, 0))),
 }
@@ -110,14 +110,16 @@ def mixed_sources(tmp_path: Path) -> list[Any]:
 
 
 def one_by_one(
-    sources: list[Any], decode: DecodeOptions, dihedral: bool
+    sources: list[Any], decode: DecodeOptions, dihedral: bool, crop_entries: bool = False
 ) -> list[hashing.ImageHashes | str]:
     out: list[hashing.ImageHashes | str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ImageDecodeWarning)
         for source in sources:
             try:
-                out.append(hash_image(source, decode=decode, dihedral=dihedral))
+                out.append(
+                    hash_image(source, decode=decode, dihedral=dihedral, crop_entries=crop_entries)
+                )
             except ImageLoadError as exc:
                 out.append(exc.reason)
     return out
@@ -130,7 +132,9 @@ def test_batched_table_equals_hash_image(tmp_path: Path, name: str) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         table = hash_sources(sources, decode=decode, workers=1, on_error="ignore", **kwargs)
-    expected = one_by_one(sources, decode, bool(kwargs))
+    expected = one_by_one(
+        sources, decode, bool(kwargs.get("dihedral")), bool(kwargs.get("crop_entries"))
+    )
     assert len(table) == len(expected)
     for row, want in enumerate(expected):
         if isinstance(want, str):
@@ -144,6 +148,8 @@ def test_batched_table_equals_hash_image(tmp_path: Path, name: str) -> None:
         if table.orientations is not None:
             phash, dhash = table.orientations.of_row(row)
             assert list(zip(phash.tolist(), dhash.tolist(), strict=True)) == list(want.orientations)
+            start, stop = np.searchsorted(table.orientations.owner, [row, row + 1])
+            assert table.orientations.kind[start:stop].tolist() == list(want.kinds)
     assert table.orientations is not None or not kwargs
     # The corrupt EXIF block is named in one summary warning, as before batching.
     notes = [str(w.message) for w in caught if issubclass(w.category, ImageDecodeWarning)]
@@ -280,8 +286,10 @@ def test_batch_equals_per_image_hashes(
     for k, view in enumerate(views):
         one = hashing._hash_reduced(view, dihedral, crop)
         assert (int(phash[k]), int(dhash[k]), bool(low[k])) == one[:3]
-        mine = [(int(p), int(d)) for owner, p, d in entries.tolist() if owner == k]
+        mine = [(int(p), int(d)) for owner, p, d, _ in entries.tolist() if owner == k]
         assert mine == one[3]
+        kinds = [kind for owner, _, _, kind in entries.tolist() if owner == k]
+        assert kinds == [int(kind) for kind in hashing.entry_kinds(np.zeros(len(mine), np.int64))]
 
 
 def test_fast_crop_products_give_the_reference_floats() -> None:
@@ -436,9 +444,7 @@ def test_hashes_and_notes_is_hash_sources_without_the_policy(tmp_path: Path) -> 
     names = [hashing.source_name(source, i) for i, source in enumerate(sources)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # it warns about nothing itself
-        table, notes = hashing.hashes_and_notes(
-            sources, names, decode=DecodeOptions(crop_entries=True), dihedral=True
-        )
+        table, notes = hashing.hashes_and_notes(sources, names, dihedral=True, crop_entries=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = hash_sources(
@@ -446,7 +452,7 @@ def test_hashes_and_notes_is_hash_sources_without_the_policy(tmp_path: Path) -> 
             workers=1,
             on_error="ignore",
             dihedral=True,
-            decode=DecodeOptions(crop_entries=True),
+            crop_entries=True,
         )
     assert table.sources == expected.sources and table.errors == expected.errors
     for column in ("phash", "dhash", "digest", "low_information", "valid"):

@@ -21,16 +21,14 @@ from leakaudit.hashing import (
     CROP_BOXES,
     N_CROP_ENTRIES,
     N_ROTATION_ENTRIES,
-    entry_kinds,
+    EntryKind,
     hash_image,
     hash_sources,
     popcount64,
 )
-from leakaudit.loading import DecodeOptions
 from leakaudit.verify import VerifyOptions, compare_views, load_view
 
-CROP_DECODE = DecodeOptions(crop_entries=True)  # the default audit's entries
-CROP, AS_IS = 1, 3
+CROP, AS_IS = EntryKind.CROP, EntryKind.AS_IS
 
 
 def _cases(seed: int = 7) -> list[tuple[Image.Image, Image.Image, Image.Image]]:
@@ -66,11 +64,11 @@ def test_small_flat_images_use_pixel_entries_and_photos_do_not() -> None:
 def test_pixel_entries_are_the_same_one_by_one_and_in_batches() -> None:
     images = [_png(x) for case in _cases()[:12] for x in case]
     images += [_png(photo_like(seed, (32, 32))) for seed in range(4)]
-    table = hash_sources(images, decode=CROP_DECODE, dihedral=True, workers=1, progress=False)
+    table = hash_sources(images, dihedral=True, crop_entries=True, workers=1, progress=False)
     entries = table.orientations
     assert entries is not None
     for row, data in enumerate(images):
-        alone = hash_image(data, decode=CROP_DECODE, dihedral=True)
+        alone = hash_image(data, dihedral=True, crop_entries=True)
         mine = entries.owner == row
         got = list(zip(entries.phash[mine].tolist(), entries.dhash[mine].tolist(), strict=True))
         assert got == list(alone.orientations)
@@ -80,10 +78,10 @@ def test_pixel_entries_are_the_same_one_by_one_and_in_batches() -> None:
 def test_crop_entries_of_a_sprite_propose_its_15_percent_crops() -> None:
     cases = _cases()
     sources = [_png(image) for original, crop, _ in cases for image in (original, crop)]
-    table = hash_sources(sources, decode=CROP_DECODE, dihedral=True, workers=1, progress=False)
+    table = hash_sources(sources, dihedral=True, crop_entries=True, workers=1, progress=False)
     entries = table.orientations
     assert entries is not None
-    kinds = entry_kinds(entries.owner)
+    kinds = entries.kind
     proposed = []
     for case in range(len(cases)):
         crops = (entries.owner == 2 * case) & (kinds == CROP)

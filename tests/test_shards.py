@@ -19,7 +19,12 @@ from PIL import Image
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from leakaudit.audit import audit_hash_table, audit_sources, hashing_options  # noqa: E402
+from leakaudit.audit import (  # noqa: E402
+    audit_hash_table,
+    audit_sources,
+    hashing_options,
+    wants_crop_entries,
+)
 from leakaudit.errors import ImageLoadError  # noqa: E402
 from leakaudit.export import write_csv_tables, write_json  # noqa: E402
 from leakaudit.hashing import UnreadableImageWarning, hash_sources  # noqa: E402
@@ -39,6 +44,7 @@ from leakaudit.shards import (  # noqa: E402
 )
 
 OPTIONS = hashing_options(None, dihedral=True, verify="auto")
+CROP = wants_crop_entries(dihedral=True, verify="auto")  # the default audit's entries
 
 
 def _encode(image: Image.Image, fmt: str = "JPEG", **params: Any) -> bytes:
@@ -86,7 +92,9 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[s
 @pytest.fixture(scope="module")
 def hashed(dataset: tuple[list[str], list[str]]) -> Any:
     paths, _ = dataset
-    return hash_sources(paths, decode=OPTIONS, dihedral=True, workers=1, on_error="ignore")
+    return hash_sources(
+        paths, decode=OPTIONS, dihedral=True, crop_entries=CROP, workers=1, on_error="ignore"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +117,7 @@ def shard_folder(
         ids=paths,
         split=splits,
         paths=paths,
-        hashing=hashing_metadata(OPTIONS, dihedral=True),
+        hashing=hashing_metadata(OPTIONS, dihedral=True, crop_entries=CROP),
         rows_per_shard=11,
     )
     return folder
@@ -156,7 +164,7 @@ def test_round_trip_keeps_every_hash(shard_folder: Path, hashed: Any, dataset: A
             getattr(table.orientations, name),
             getattr(hashed.orientations, name),
         )
-    assert shards.hashing == hashing_metadata(OPTIONS, dihedral=True)
+    assert shards.hashing == hashing_metadata(OPTIONS, dihedral=True, crop_entries=CROP)
     assert shards.file_rows.tolist() == [11, 11, 11, 6]
     assert shards.file_of(12) == str(files[1])
 
@@ -409,7 +417,10 @@ def test_mixed_settings_and_mixed_entries_are_refused(
 ) -> None:
     paths, splits = dataset
     arrow = hash_shard_table(
-        hashed, ids=paths, split=splits, hashing=hashing_metadata(OPTIONS, dihedral=True)
+        hashed,
+        ids=paths,
+        split=splits,
+        hashing=hashing_metadata(OPTIONS, dihedral=True, crop_entries=CROP),
     )
     other = hash_shard_table(
         hashed,
@@ -538,7 +549,7 @@ def test_hugging_face_map_output_is_a_shard(tmp_path: Path, dataset: Any, plain:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hashed = hash_dataset(ds, dihedral=True, cache=False, progress=False,
-                              decode=OPTIONS)  # fmt: skip
+                              decode=OPTIONS, crop_entries=CROP)  # fmt: skip
     hashed = hashed.add_column("id", paths).add_column("split", splits)
     hashed = hashed.add_column("path", paths)
     (tmp_path / "hf").mkdir()
@@ -605,7 +616,7 @@ def _private_layout(tmp_path: Path) -> tuple[Path, Path, Path]:
         "/etc/passwd",
     ]
     hashed = hash_sources(
-        [*paths[:4], paths[0]], decode=OPTIONS, dihedral=True, workers=1
+        [*paths[:4], paths[0]], decode=OPTIONS, dihedral=True, crop_entries=CROP, workers=1
     )  # /etc/passwd: a's hashes, as a crafted shard would claim
     folder = tmp_path / "shards"
     write_hash_shards(
@@ -614,7 +625,7 @@ def _private_layout(tmp_path: Path) -> tuple[Path, Path, Path]:
         ids=[f"row{i}" for i in range(5)],
         split=["train", "test", "test", "test", "test"],
         paths=paths,
-        hashing=hashing_metadata(OPTIONS, dihedral=True),
+        hashing=hashing_metadata(OPTIONS, dihedral=True, crop_entries=CROP),
     )
     return folder, data, private
 
@@ -683,7 +694,9 @@ def test_shard_metadata_never_sets_read_limits(tmp_path: Path) -> None:
     with open(big, "wb") as file:  # a PNG, then a sparse tail: no disk used
         file.write(image)
         file.truncate(600 * 2**20)
-    hashed = hash_sources([data / "train" / "a.png"] * 2, decode=OPTIONS, dihedral=True)
+    hashed = hash_sources(
+        [data / "train" / "a.png"] * 2, decode=OPTIONS, dihedral=True, crop_entries=CROP
+    )
     lax = dataclasses.replace(
         OPTIONS, max_file_bytes=10**13, max_pixels=10**12, max_decode_pixels=10**12
     )
@@ -694,7 +707,7 @@ def test_shard_metadata_never_sets_read_limits(tmp_path: Path) -> None:
         ids=["a", "big"],
         split=["train", "test"],
         paths=[str(data / "train" / "a.png"), str(big)],
-        hashing=hashing_metadata(lax, dihedral=True),
+        hashing=hashing_metadata(lax, dihedral=True, crop_entries=CROP),
     )
     shards = read_hash_shards(folder)
     assert shards.hashing is not None and shards.hashing["decode"]["max_file_bytes"] == 10**13
@@ -703,7 +716,8 @@ def test_shard_metadata_never_sets_read_limits(tmp_path: Path) -> None:
     assert recorded.max_file_bytes == DecodeOptions().max_file_bytes
     assert recorded.max_pixels == DecodeOptions().max_pixels
     assert recorded.max_decode_pixels == DecodeOptions().max_decode_pixels
-    assert recorded.crop_entries == OPTIONS.crop_entries  # how the hashes were made is kept
+    assert shards.hashing["decode"]["crop_entries"] is True  # how the hashes were made is kept
+    assert not recorded.crop_entries  # a hashing choice: no DecodeOptions field read back
     tracemalloc.start()
     try:
         report = _quiet_audit(folder, images_root=data, workers=1)

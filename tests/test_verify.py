@@ -247,9 +247,10 @@ def test_verify_options_are_checked() -> None:
 
 def test_crop_entries_follow_the_orientation_entries() -> None:
     images = [PHOTO, _crop(PHOTO, 0.85, 0.5, 0.5)]
-    table = hash_sources(images, dihedral=True, decode=DecodeOptions(crop_entries=True))
+    table = hash_sources(images, dihedral=True, crop_entries=True)
     assert table.orientations is not None
-    kinds = entry_kinds(table.orientations.owner)
+    kinds = table.orientations.kind
+    assert np.array_equal(kinds, entry_kinds(table.orientations.owner))  # the stored layout
     per_row = np.bincount(table.orientations.owner)
     assert (per_row > N_EXTRA_ENTRIES).all()
     assert set(np.unique(kinds).tolist()) == {0, 1, 2, 3, 4}
@@ -259,14 +260,14 @@ def test_views_take_the_tables_entries_as_they_are() -> None:
     """A view given the table's entries aligns on exactly them, and its extra kinds
     match what a view hashes afresh (as is, content, crops, rotations, in order)."""
     images = [PHOTO, _crop(PHOTO, 0.85, 0.5, 0.5)]
-    decode = DecodeOptions(crop_entries=True)
-    table = hash_sources(images, dihedral=True, decode=decode)
+    decode = DecodeOptions()
+    table = hash_sources(images, dihedral=True, decode=decode, crop_entries=True)
     assert table.orientations is not None
     entries = TableEntries(
         table.orientations.owner,
         table.orientations.phash,
         table.orientations.dhash,
-        entry_kinds(table.orientations.owner),
+        table.orientations.kind,
     )
     for row, image in enumerate(images):
         hashes, kinds = entries.of(row)
@@ -401,7 +402,7 @@ def test_groups_are_the_components_of_the_verified_edges(tmp_path: Path) -> None
 
 def test_verification_rejects_candidates_and_keeps_the_copies(tmp_path: Path) -> None:
     paths, _ = _planted(tmp_path)
-    table = hash_sources(paths, dihedral=True, decode=DecodeOptions(crop_entries=True), workers=1)
+    table = hash_sources(paths, dihedral=True, crop_entries=True, workers=1)
     labels, verified = verified_labels(
         table,
         paths,

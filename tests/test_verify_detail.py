@@ -93,9 +93,7 @@ def test_crop_rotation_and_mirror_of_a_detailed_photo_still_link(tmp_path: Path)
 
 def test_the_quadrants_agree_along_one_edge_only() -> None:
     quadrants = _sharp_disc_quadrants(0.8)
-    views = [
-        load_view(q, f"q{k}", DecodeOptions(crop_entries=True)) for k, q in enumerate(quadrants)
-    ]
+    views = [load_view(q, f"q{k}", DecodeOptions()) for k, q in enumerate(quadrants)]
     verdict = compare_views(views[0], views[1])
     assert verdict.similarity > 0.95  # the grid alone would call them copies
     assert not verdict.accepted
@@ -131,7 +129,7 @@ def test_only_verified_pairs_link(tmp_path: Path) -> None:
     # The same partition: one group per component, one component per group.
     assert (components.groupby(groups).nunique() == 1).all()
     assert (groups.groupby(components).nunique() == 1).all()
-    options = DecodeOptions(crop_entries=True)
+    options = DecodeOptions()
     for a, b, stage in zip(edges["row_a"], edges["row_b"], edges["stage"], strict=True):
         if stage == "pixels":
             va = load_view(str(table["path"].iloc[int(a)]), "a", options)

@@ -32,7 +32,8 @@ The package is split by job; every name is imported from ``leakaudit.hashing``.
 * ``_entries``: entry geometry (dihedral turns, crop boxes, rotations, content boxes);
 * ``_batch``: hashing one image, or a stack of same-size images at once;
 * ``_pool``: hashing many sources, in a process pool with its worker signals;
-* ``_records``: :class:`ImageHashes`, :class:`OrientationHashes`, :class:`HashTable`;
+* ``_records``: :class:`ImageHashes`, :class:`OrientationHashes` (each entry with its
+  :class:`EntryKind`), :class:`HashTable`;
 * ``_errors``: the ``on_error`` policy and :class:`UnreadableImageWarning`;
 * ``_bits``: popcount, hex encoding and decoding, Hamming distance of hex strings,
   the byte digest (each defined once, for the whole package).
@@ -72,10 +73,12 @@ from leakaudit.hashing._entries import (
     CROP_ROTATIONS,
     CROP_SCALES,
     DIHEDRAL_MARGIN,
+    EXTRA_KINDS,
     MAX_ORIENTATIONS,
     N_CROP_ENTRIES,
     N_EXTRA_ENTRIES,
     N_ROTATION_ENTRIES,
+    EntryKind,
     _crop_entries_of_thumbnail,
     _oriented,
     _uses_pixel_entries,
@@ -116,12 +119,14 @@ __all__ = [
     "CROP_BOXES",
     "CROP_ROTATIONS",
     "CROP_SCALES",
+    "EXTRA_KINDS",
     "HASH_METHODS",
     "MAX_ORIENTATIONS",
     "N_CROP_ENTRIES",
     "N_EXTRA_ENTRIES",
     "N_ROTATION_ENTRIES",
     "ON_ERROR_CHOICES",
+    "EntryKind",
     "HashTable",
     "ImageHashes",
     "OrientationHashes",

@@ -43,9 +43,11 @@ from leakaudit.hashing._entries import (
     _ROTATION_WEIGHTS,
     CONTENT_STEP,
     DIHEDRAL_MARGIN,
+    EXTRA_KINDS,
     N_CROP_ENTRIES,
     N_EXTRA_ENTRIES,
     N_ROTATION_ENTRIES,
+    EntryKind,
     _content_entry,
     _crop_entries_of_image,
     _dihedral_entries,
@@ -540,12 +542,13 @@ def _hash_reduced_batch(
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64], NDArray[np.bool_], NDArray[np.uint64]]:
     """:func:`_hash_reduced` of many images: pHashes, dHashes, low-information flags, entries.
 
-    The entries are ``(position, phash, dhash)`` rows, each image's in
+    The entries are ``(position, phash, dhash, kind)`` rows (kind an
+    :class:`~leakaudit.hashing.EntryKind`), each image's in
     :func:`_hash_reduced`'s order, images in order. Bit for bit what the
     per-image function returns (``tests/test_batch_hashing.py``).
     """
     n = len(reduced)
-    no_entries = np.zeros((0, 3), dtype=np.uint64)
+    no_entries = np.zeros((0, 4), dtype=np.uint64)
     if n == 0:
         empty = np.zeros(0, dtype=np.uint64)
         return empty, empty.copy(), np.zeros(0, dtype=np.bool_), no_entries
@@ -575,8 +578,9 @@ def _hash_reduced_batch(
     counts = np.array([len(row_codes) for row_codes in codes], dtype=np.int64)
     per_row = counts + (N_EXTRA_ENTRIES if crop_entries else 0)
     starts = np.cumsum(per_row) - per_row
-    entries = np.empty((int(per_row.sum()), 3), dtype=np.uint64)
+    entries = np.empty((int(per_row.sum()), 4), dtype=np.uint64)
     entries[:, 0] = np.repeat(linked, per_row)
+    entries[:, 3] = EntryKind.ORIENTATION
     # Orientation entries, the canonical code first; code 0 is the image as it is.
     first = np.cumsum(counts) - counts
     slots = np.repeat(starts - first, counts) + np.arange(int(counts.sum()))
@@ -617,11 +621,17 @@ def _hash_reduced_batch(
         columns = base[:, None] + 2 + np.arange(N_CROP_ENTRIES + N_ROTATION_ENTRIES)
         entries[columns, 1] = crop_phash
         entries[columns, 2] = crop_dhash
+        extra = base[:, None] + np.arange(N_EXTRA_ENTRIES)
+        entries[extra, 3] = np.asarray(EXTRA_KINDS, dtype=np.uint64)
     return phash, dhash, low_information, entries
 
 
 def hash_image(
-    source: ImageSource, *, decode: DecodeOptions | None = None, dihedral: bool = False
+    source: ImageSource,
+    *,
+    decode: DecodeOptions | None = None,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> ImageHashes:
     """Compute pHash, dHash, the low-information flag and (if flagged) the byte digest.
 
@@ -634,6 +644,9 @@ def hash_image(
     dihedral : bool, default False
         Also hash the image turned to its canonical orientation(s)
         (``ImageHashes.orientations``), for matching flipped and rotated copies.
+    crop_entries : bool, default False
+        With ``dihedral``, also the entries of the candidate net that reaches
+        padded, cropped and slightly rotated copies (see :func:`hash_sources`).
 
     Returns
     -------
@@ -657,33 +670,36 @@ def hash_image(
     """
     options = resolve_decode(decode)
     check_bool("dihedral", dihedral)
+    check_bool("crop_entries", crop_entries)
+    crop = _wants_crop_entries(options, crop_entries)
     if isinstance(source, Image.Image):
         reduced, note = grey_and_note_from_pil(source, "<in-memory PIL image>", options)
-        phash, dhash, low_information, entries = _hash_reduced(
-            reduced, dihedral, options.crop_entries
-        )
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral, crop)
         digest = image_digest(source) if low_information else 0
     else:
         name, data = read_source(source, "<in-memory bytes>", options)
         reduced, note = grey_and_note_from_bytes(data, name, options)
-        phash, dhash, low_information, entries = _hash_reduced(
-            reduced, dihedral, options.crop_entries
-        )
+        phash, dhash, low_information, entries = _hash_reduced(reduced, dihedral, crop)
         digest = bytes_digest(data) if low_information else 0
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
-    return ImageHashes(phash, dhash, low_information, digest, tuple(entries))
+    extra = EXTRA_KINDS if crop and entries else ()
+    kinds = (EntryKind.ORIENTATION,) * (len(entries) - len(extra)) + extra
+    return ImageHashes(
+        phash, dhash, low_information, digest, tuple(entries), tuple(int(k) for k in kinds)
+    )
 
 
 # One result per item: (phash, dhash, low_information, digest, orientation entries,
-# decode warning), or the failure reason. The entries are the (phash, dhash) of the
-# canonical orientation candidates (empty unless dihedral matching was asked for);
-# the warning is the ImageDecodeWarning text, "" when Pillow warned about nothing.
-_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[tuple[int, int]], str] | str"
+# decode warning), or the failure reason. The entries are the (phash, dhash, kind) of
+# the canonical orientation candidates and the crop entries (empty unless dihedral
+# matching was asked for); the warning is the ImageDecodeWarning text, "" when Pillow
+# warned about nothing.
+_ItemResult: TypeAlias = "tuple[int, int, bool, int, list[tuple[int, int, int]], str] | str"
 # One result per chunk of items, as arrays (cheap to send back from a worker):
 # (len, 3) uint64 columns phash, dhash, digest; the low_information flags;
 # position in the chunk -> failure reason (those rows are all zero); the
-# orientation entries as (position in the chunk, phash, dhash) columns; and
+# orientation entries as (position in the chunk, phash, dhash, kind) columns; and
 # position in the chunk -> decode warning.
 _ChunkResult: TypeAlias = (
     "tuple[NDArray[np.uint64], NDArray[np.bool_], dict[int, str], NDArray[np.uint64], "
@@ -692,15 +708,23 @@ _ChunkResult: TypeAlias = (
 
 
 def _hash_encoded(
-    source: str | bytes, name: str, options: DecodeOptions, dihedral: bool = False
+    source: str | bytes,
+    name: str,
+    options: DecodeOptions,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ItemResult:
-    return _item_result(_hash_items([source], [name], options, dihedral))
+    return _item_result(_hash_items([source], [name], options, dihedral, crop_entries))
 
 
 def _hash_pil(
-    image: Image.Image, name: str, options: DecodeOptions, dihedral: bool = False
+    image: Image.Image,
+    name: str,
+    options: DecodeOptions,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ItemResult:
-    return _item_result(_hash_items([image], [name], options, dihedral))
+    return _item_result(_hash_items([image], [name], options, dihedral, crop_entries))
 
 
 def _item_result(result: _ChunkResult) -> _ItemResult:
@@ -709,15 +733,19 @@ def _item_result(result: _ChunkResult) -> _ItemResult:
     if errors:
         return errors[0]
     phash, dhash, digest = (int(v) for v in values[0])
-    pairs = [(int(p), int(d)) for p, d in entries[:, 1:].tolist()]
+    pairs = [(int(p), int(d), int(k)) for p, d, k in entries[:, 1:].tolist()]
     return phash, dhash, bool(low_information[0]), digest, pairs, notes.get(0, "")
 
 
 def _hash_chunk(
-    sources: list[str | bytes], names: list[str], options: DecodeOptions, dihedral: bool = False
+    sources: list[str | bytes],
+    names: list[str],
+    options: DecodeOptions,
+    dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ChunkResult:
     """Worker entry point: hash a chunk of paths/bytes (runs in a pool process)."""
-    return _hash_items(sources, names, options, dihedral)
+    return _hash_items(sources, names, options, dihedral, crop_entries)
 
 
 #: Items decoded before their hashes are computed together (:func:`_hash_items`), and
@@ -733,6 +761,7 @@ def _hash_items(
     names: Sequence[str],
     options: DecodeOptions,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> _ChunkResult:
     """Hash paths, bytes and PIL images: read and decode each, then hash them together.
 
@@ -772,7 +801,9 @@ def _hash_items(
             notes[positions[j]] = note
         rows = np.asarray([positions[j] for j in read], dtype=np.intp)
         phash, dhash, low, entries = _hash_reduced_batch(
-            [cast("ReducedGrey", reduced[j]) for j in read], dihedral, options.crop_entries
+            [cast("ReducedGrey", reduced[j]) for j in read],
+            dihedral,
+            _wants_crop_entries(options, crop_entries),
         )
         values[rows, 0] = phash
         values[rows, 1] = dhash
@@ -814,6 +845,7 @@ def hashes_and_notes(
     *,
     decode: DecodeOptions | None = None,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> tuple[HashTable, dict[int, str]]:
     """Hash a batch of images in this process, and return the decoder warnings unsaid.
 
@@ -835,6 +867,8 @@ def hashes_and_notes(
     dihedral : bool, default False
         Also hash each image in its canonical orientation(s)
         (``HashTable.orientations``).
+    crop_entries : bool, default False
+        With ``dihedral``, also the crop entries (see :func:`hash_sources`).
 
     Returns
     -------
@@ -854,23 +888,20 @@ def hashes_and_notes(
     """
     options = resolve_decode(decode)
     check_bool("dihedral", dihedral)
+    check_bool("crop_entries", crop_entries)
     if len(names) != len(sources):
         raise ValueError(
             f"names must have one entry per source (length {len(sources)}); "
             f"got length {len(names)}."
         )
     values, low_information, errors, entries, notes = _hash_items(
-        list(sources), [str(name) for name in names], options, dihedral
+        list(sources), [str(name) for name in names], options, dihedral, crop_entries
     )
     valid = np.ones(len(values), dtype=np.bool_)
     valid[list(errors)] = False
     orientations = None
     if dihedral:
-        orientations = OrientationHashes(
-            owner=entries[:, 0].astype(np.int64),
-            phash=entries[:, 1].copy(),
-            dhash=entries[:, 2].copy(),
-        )
+        orientations = _orientation_hashes(entries)
     table = HashTable(
         sources=[str(name) for name in names],
         phash=values[:, 0].copy(),
@@ -884,5 +915,22 @@ def hashes_and_notes(
     return table, notes
 
 
-def _entry_array(rows: list[tuple[int, int, int]]) -> NDArray[np.uint64]:
-    return np.array(rows, dtype=np.uint64).reshape(-1, 3)
+def _wants_crop_entries(options: DecodeOptions, crop_entries: bool) -> bool:
+    """Whether to hash the crop entries: asked for, or by the deprecated
+    ``DecodeOptions.crop_entries``."""
+    return bool(crop_entries or options.crop_entries)
+
+
+def _entry_array(rows: list[tuple[int, int, int, int]]) -> NDArray[np.uint64]:
+    """Entries as ``(row, phash, dhash, kind)`` columns (see :func:`_hash_reduced_batch`)."""
+    return np.array(rows, dtype=np.uint64).reshape(-1, 4)
+
+
+def _orientation_hashes(entries: NDArray[np.uint64]) -> OrientationHashes:
+    """:class:`OrientationHashes` of ``(row, phash, dhash, kind)`` columns, rows ascending."""
+    return OrientationHashes(
+        owner=entries[:, 0].astype(np.int64),
+        phash=entries[:, 1].copy(),
+        dhash=entries[:, 2].copy(),
+        kind=entries[:, 3].astype(np.int8),
+    )

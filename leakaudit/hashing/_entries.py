@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from enum import IntEnum
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -29,14 +30,53 @@ from leakaudit.loading import (
 if TYPE_CHECKING:
     pass
 
+
+class EntryKind(IntEnum):
+    """What one entry of a row (:class:`~leakaudit.hashing.OrientationHashes`) hashes.
+
+    The one numbering of entry kinds (hashing makes them, verification pairs
+    them up); the values are stored (``OrientationHashes.kind``, int8), so they
+    never change and a new kind takes a new value.
+
+    * ``ORIENTATION`` (0): the whole image turned to a canonical orientation
+      (dihedral matching); a row's first entries.
+    * ``CROP`` (1): a crop, of :data:`CROP_BOXES`;
+    * ``ROTATION`` (2): a small rotation, of :data:`CROP_ROTATIONS`, its centre hashed;
+    * ``AS_IS`` (3): the whole image as it is (not turned);
+    * ``CONTENT`` (4): its content inside a uniform background (:func:`content_box`),
+      or the whole image's hashes again when it has none.
+
+    **Which box or rotation.** Entries of one kind are stored in their table's
+    order, each row's after one another (other kinds may lie between them): the
+    ``k``-th ``CROP`` entry of a row is ``CROP_BOXES[k]``, its ``k``-th
+    ``ROTATION`` entry ``CROP_ROTATIONS[k]``, its ``k``-th ``ORIENTATION`` entry
+    its ``k``-th orientation choice (the canonical one first), counted from the
+    row's first entry (``OrientationHashes.index_in_kind``). A new kind of entry
+    (a new set of boxes) takes a new kind, so no reader counts from a row's end.
+
+    Examples
+    --------
+    >>> int(EntryKind.CROP), EntryKind(3).name
+    (1, 'AS_IS')
+    """
+
+    ORIENTATION = 0
+    CROP = 1
+    ROTATION = 2
+    AS_IS = 3
+    CONTENT = 4
+
+
 __all__ = [
     "CROP_BOXES",
     "CROP_ROTATIONS",
     "CROP_SCALES",
+    "EXTRA_KINDS",
     "MAX_ORIENTATIONS",
     "N_CROP_ENTRIES",
     "N_EXTRA_ENTRIES",
     "N_ROTATION_ENTRIES",
+    "EntryKind",
     "content_box",
     "dihedral_orientations",
     "entry_kinds",
@@ -159,7 +199,14 @@ CROP_BOXES = _crop_boxes()
 #: different orientations).
 N_CROP_ENTRIES = len(CROP_BOXES)
 N_ROTATION_ENTRIES = len(CROP_ROTATIONS)
-N_EXTRA_ENTRIES = 2 + N_CROP_ENTRIES + N_ROTATION_ENTRIES
+#: The kinds of those entries, in their order.
+EXTRA_KINDS: tuple[EntryKind, ...] = (
+    EntryKind.AS_IS,
+    EntryKind.CONTENT,
+    *[EntryKind.CROP] * N_CROP_ENTRIES,
+    *[EntryKind.ROTATION] * N_ROTATION_ENTRIES,
+)
+N_EXTRA_ENTRIES = len(EXTRA_KINDS)
 
 
 def triangle_weights(
@@ -577,14 +624,14 @@ MAX_ORIENTATIONS = 8
 
 
 def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
-    """The kind of each of a table's entries.
+    """The kind of each entry of a row layout that stores no kinds (:class:`EntryKind`).
 
-    0: whole image in a canonical orientation (dihedral matching); 3: the whole
-    image as it is; 4: its content (:func:`content_box`); 1: a crop; 2: a small
-    rotation. A row hashed with ``crop_entries`` ends with its
-    :data:`N_EXTRA_ENTRIES` entries, in that order: as-is, content, crops,
-    rotations (it then has more than 8 entries); the ones before are its
-    orientations.
+    For entries kept without their kinds (the hash cache's rows, hash shards'
+    entry columns, ``OrientationHashes`` built without ``kind``), in the layout
+    hashing writes: a row's orientation entries (1 to :data:`MAX_ORIENTATIONS`),
+    then, when it was hashed with crop entries, its :data:`N_EXTRA_ENTRIES`
+    entries of :data:`EXTRA_KINDS` (it then has more than 8 entries). Entries
+    hashing makes carry their kinds (``OrientationHashes.kind``): read those.
 
     Examples
     --------
@@ -600,11 +647,9 @@ def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
     counts = np.diff(np.r_[-1, last])
     stop = np.repeat(last, counts)
     from_end = stop - np.arange(len(owner))
-    extra = np.repeat(counts > MAX_ORIENTATIONS, counts)
-    kinds[extra & (from_end == N_EXTRA_ENTRIES - 1)] = 3
-    kinds[extra & (from_end == N_EXTRA_ENTRIES - 2)] = 4
-    kinds[extra & (from_end < N_EXTRA_ENTRIES - 2)] = 1
-    kinds[extra & (from_end < N_ROTATION_ENTRIES)] = 2
+    extra = np.repeat(counts > MAX_ORIENTATIONS, counts) & (from_end < N_EXTRA_ENTRIES)
+    layout = np.asarray(EXTRA_KINDS[::-1], dtype=np.int8)  # by distance from the row's end
+    kinds[extra] = layout[from_end[extra]]
     return kinds
 
 

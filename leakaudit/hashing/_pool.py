@@ -36,6 +36,8 @@ from leakaudit.hashing._batch import (
     _hash_items,
     _hash_pil,
     _ItemResult,
+    _orientation_hashes,
+    _wants_crop_entries,
 )
 from leakaudit.hashing._errors import (
     ON_ERROR_CHOICES,
@@ -44,7 +46,6 @@ from leakaudit.hashing._errors import (
 )
 from leakaudit.hashing._records import (
     HashTable,
-    OrientationHashes,
 )
 from leakaudit.loading import (
     DecodeOptions,
@@ -95,7 +96,7 @@ class _Collector:
             return
         phash, dhash, low_information, digest, entries, note = result
         if entries:
-            self.entries.append(_entry_array([(index, phash, dhash) for phash, dhash in entries]))
+            self.entries.append(_entry_array([(index, *entry) for entry in entries]))
         if note:
             self.notes[index] = note
         self.values[index] = (phash, dhash, digest)
@@ -131,11 +132,7 @@ class _Collector:
             # Rows in order, each row's canonical orientation first (a stable sort
             # keeps the order the entries were made in).
             entries = entries[np.argsort(entries[:, 0], kind="stable")]
-            orientations = OrientationHashes(
-                owner=entries[:, 0].astype(np.int64),
-                phash=entries[:, 1].copy(),
-                dhash=entries[:, 2].copy(),
-            )
+            orientations = _orientation_hashes(entries)
         return HashTable(
             sources=list(self.names),
             phash=self.values[:, 0].copy(),
@@ -221,6 +218,7 @@ def hash_sources(
     progress: bool | None = None,
     on_error: str = "warn",
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> HashTable:
     """Hash many images, in parallel, recording (not raising) every failure.
 
@@ -251,6 +249,17 @@ def hash_sources(
         Also hash each image in its canonical orientation
         (``HashTable.orientations``), for matching flipped and rotated copies.
         From the same decode; costs one more pair of thumbnails per image.
+    crop_entries : bool, default False
+        With ``dihedral``, also index each image's hashes as it is, of its
+        content inside a uniform background, of a few crops (95% of each side
+        at 9 positions, 85% at 16) and of small rotations (+-3 and +-6 degrees,
+        centre crops), each entry with its :class:`EntryKind`: the candidate
+        net that reaches padded, cropped and slightly rotated copies, which no
+        whole-image hash does. These entries only *propose* candidate pairs;
+        :mod:`leakaudit.verify` decides each one (the audits ask for them when
+        they verify with dihedral matching). Well under a decode per image:
+        fixed matrices on the 32 x 32 pHash thumbnail, not Pillow's exact
+        resampling. (Formerly ``DecodeOptions.crop_entries``, deprecated.)
 
     Returns
     -------
@@ -281,6 +290,8 @@ def hash_sources(
     check_choice("on_error", on_error, ON_ERROR_CHOICES)
     options = resolve_decode(decode)
     check_bool("dihedral", dihedral)
+    check_bool("crop_entries", crop_entries)
+    crop = _wants_crop_entries(options, crop_entries)
     n_workers = check_workers(workers)
     usable = usable_cpu_count()
     if n_workers > usable:
@@ -302,13 +313,26 @@ def hash_sources(
         in_memory = [i for i, item in enumerate(items) if isinstance(item, Image.Image)]
         if n_workers > 1 and len(encoded) >= PARALLEL_MIN_ITEMS:
             _hash_in_pool(
-                items, names, encoded, in_memory, options, n_workers, collector, bar, dihedral
+                items,
+                names,
+                encoded,
+                in_memory,
+                options,
+                n_workers,
+                collector,
+                bar,
+                dihedral,
+                crop,
             )
         else:
             for start in range(0, n, _BATCH_ITEMS):
                 chunk = list(range(start, min(n, start + _BATCH_ITEMS)))
                 result = _hash_items(
-                    items[start : chunk[-1] + 1], names[start : chunk[-1] + 1], options, dihedral
+                    items[start : chunk[-1] + 1],
+                    names[start : chunk[-1] + 1],
+                    options,
+                    dihedral,
+                    crop,
                 )
                 collector.chunk(chunk, result)
                 bar.update(len(chunk))
@@ -333,6 +357,7 @@ def _hash_in_pool(
     collector: _Collector,
     bar: Progress,
     dihedral: bool = False,
+    crop_entries: bool = False,
 ) -> None:
     """Hash the encoded items in a process pool, the in-memory ones here, in input order.
 
@@ -358,7 +383,9 @@ def _hash_in_pool(
         return [cast("str | bytes", items[i]) for i in chunk]
 
     def hash_here(chunk: list[int]) -> _ChunkResult:
-        return _hash_chunk(encoded_items(chunk), [names[i] for i in chunk], options, dihedral)
+        return _hash_chunk(
+            encoded_items(chunk), [names[i] for i in chunk], options, dihedral, crop_entries
+        )
 
     context = _pool_context()
     # Every worker holds the reading end of this pipe and exits when it reads EOF:
@@ -384,6 +411,7 @@ def _hash_in_pool(
                             [names[i] for i in chunk],
                             options,
                             dihedral,
+                            crop_entries,
                         )
                     except BrokenProcessPool as exc:
                         broken = exc
@@ -405,7 +433,7 @@ def _hash_in_pool(
                 for i in in_memory:
                     image = items[i]
                     assert isinstance(image, Image.Image)
-                    pil_results[i] = _hash_pil(image, names[i], options, dihedral)
+                    pil_results[i] = _hash_pil(image, names[i], options, dihedral, crop_entries)
                     bar.update()
                 first = futures.get(0)
                 while pool_end > max(1, submitted) and first is not None and not first.done():

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from leakaudit.hashing._bits import (
     hashes_to_hex,
 )
+from leakaudit.hashing._entries import entry_kinds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,8 +45,10 @@ class ImageHashes:
     orientations : tuple of (int, int)
         With ``hash_image(..., dihedral=True)``: the ``(phash, dhash)`` of the
         image turned to its canonical orientation(s) (see
-        :class:`OrientationHashes`); empty otherwise, and for low-information
-        images.
+        :class:`OrientationHashes`), then with ``crop_entries=True`` the crop
+        entries; empty otherwise, and for low-information images.
+    kinds : tuple of int
+        The :class:`~leakaudit.hashing.EntryKind` of each of ``orientations``.
     """
 
     phash: int
@@ -53,9 +56,10 @@ class ImageHashes:
     low_information: bool
     digest: int
     orientations: tuple[tuple[int, int], ...] = ()
+    kinds: tuple[int, ...] = ()
 
 
-@dataclass
+@dataclass(init=False)
 class OrientationHashes:
     """Hashes of images turned to their canonical orientation, for dihedral matching.
 
@@ -79,15 +83,64 @@ class OrientationHashes:
     owner : numpy.ndarray of int64
         The table row of each entry, ascending.
     phash, dhash : numpy.ndarray of uint64
-        The hashes of that row's image in the entry's orientation.
+        The hashes of that row's image in the entry's orientation (or crop,
+        rotation, content box: see ``kind``).
+    kind : numpy.ndarray of int8
+        What each entry hashes, an :class:`~leakaudit.hashing.EntryKind`: the
+        orientations (dihedral matching), then with crop entries the image as
+        it is, its content, crops and rotations. Given by hashing; when built
+        without it, the layout hashing writes is read from ``owner``
+        (:func:`~leakaudit.hashing.entry_kinds`). Which crop box or rotation an
+        entry is: :meth:`index_in_kind`.
     """
 
     owner: NDArray[np.int64]
     phash: NDArray[np.uint64]
     dhash: NDArray[np.uint64]
+    kind: NDArray[np.int8]
+
+    def __init__(
+        self,
+        owner: NDArray[np.int64],
+        phash: NDArray[np.uint64],
+        dhash: NDArray[np.uint64],
+        kind: NDArray[np.int8] | None = None,
+    ) -> None:
+        self.owner = owner
+        self.phash = phash
+        self.dhash = dhash
+        self.kind = entry_kinds(owner) if kind is None else np.asarray(kind, dtype=np.int8)
+        if len(self.kind) != len(owner):
+            raise ValueError(
+                f"kind must have one value per entry ({len(owner)}); got {len(self.kind)}."
+            )
 
     def __len__(self) -> int:
         return len(self.owner)
+
+    def index_in_kind(self) -> NDArray[np.int64]:
+        """Each entry's rank among its row's entries of its kind (see :class:`EntryKind`).
+
+        For a ``CROP`` entry its box in :data:`~leakaudit.hashing.CROP_BOXES`, for a
+        ``ROTATION`` entry its angle in :data:`~leakaudit.hashing.CROP_ROTATIONS`,
+        for an ``ORIENTATION`` entry its orientation choice (0: the canonical one).
+
+        Examples
+        --------
+        >>> from leakaudit.hashing import EntryKind
+        >>> kinds = [EntryKind.ORIENTATION, EntryKind.CROP, EntryKind.CROP, EntryKind.CROP]
+        >>> entries = OrientationHashes(np.array([0, 0, 0, 1]), np.zeros(4, np.uint64),
+        ...                             np.zeros(4, np.uint64), np.array(kinds))
+        >>> entries.index_in_kind().tolist()
+        [0, 0, 1, 0]
+        """
+        order = np.lexsort((self.kind, self.owner))  # stable: a kind's entries keep their order
+        owner, kind = self.owner[order], self.kind[order]
+        starts = np.r_[True, (owner[1:] != owner[:-1]) | (kind[1:] != kind[:-1])]
+        first = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order)) - first
+        return rank
 
     @classmethod
     def merge(cls, parts: Sequence[OrientationHashes]) -> OrientationHashes:
@@ -109,11 +162,13 @@ class OrientationHashes:
         owner = np.concatenate([np.zeros(0, dtype=np.int64), *(p.owner for p in parts)])
         phash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.phash for p in parts)])
         dhash = np.concatenate([np.zeros(0, dtype=np.uint64), *(p.dhash for p in parts)])
+        kind = np.concatenate([np.zeros(0, dtype=np.int8), *(p.kind for p in parts)])
         order = np.argsort(owner, kind="stable")
         return cls(
             owner=owner[order].astype(np.int64, copy=False),
             phash=phash[order].astype(np.uint64, copy=False),
             dhash=dhash[order].astype(np.uint64, copy=False),
+            kind=kind[order],
         )
 
     def of_row(self, row: int) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
@@ -132,6 +187,7 @@ class OrientationHashes:
             owner=np.repeat(np.arange(len(rows), dtype=np.int64), counts),
             phash=self.phash[picked],
             dhash=self.dhash[picked],
+            kind=self.kind[picked],
         )
 
 

@@ -45,8 +45,10 @@ Optional columns:
 ``orientation_phash``, ``orientation_dhash`` (list of uint64 or int64)
     Both or neither: each row's entries of
     :class:`~leakaudit.hashing.OrientationHashes` (canonical orientation
-    first; with ``DecodeOptions.crop_entries`` the crop and rotation entries
-    after them), for dihedral matching and the verification's candidate net.
+    first; hashed with ``crop_entries`` the crop and rotation entries after
+    them), for dihedral matching and the verification's candidate net. The
+    shards store no kinds: a row's are read from its layout
+    (:func:`~leakaudit.hashing.entry_kinds`).
     A row's list is empty or null (it then matches on its own hashes, with a
     :class:`ShardWarning`), or 1 to 8 orientations, with or without the crop
     and rotation entries; any other length, or a null hash, is an error.

@@ -55,20 +55,27 @@ def require_pyarrow() -> Any:
     return pyarrow
 
 
-def hashing_metadata(decode: DecodeOptions, *, dihedral: bool) -> dict[str, Any]:
+def hashing_metadata(
+    decode: DecodeOptions, *, dihedral: bool, crop_entries: bool = False
+) -> dict[str, Any]:
     """How hashes were made, as shards record it (JSON-ready).
+
+    ``crop_entries`` (the hashing choice, see
+    :func:`~leakaudit.hashing.hash_sources`) is recorded where the record has
+    always kept it, as ``decode["crop_entries"]``.
 
     Examples
     --------
-    >>> meta = hashing_metadata(DecodeOptions(), dihedral=True)
-    >>> meta["dihedral"], meta["decode"]["min_side"]
-    (True, 64)
+    >>> meta = hashing_metadata(DecodeOptions(), dihedral=True, crop_entries=True)
+    >>> meta["dihedral"], meta["decode"]["min_side"], meta["decode"]["crop_entries"]
+    (True, 64, True)
     """
     fields = {
         f.name: list(value) if isinstance(value, tuple) else value
         for f in dataclasses.fields(decode)
         for value in [getattr(decode, f.name)]
     }
+    fields["crop_entries"] = bool(crop_entries or decode.crop_entries)
     return {"dihedral": bool(dihedral), "decode": fields}
 
 
@@ -76,7 +83,8 @@ def decode_options_of(hashing: Mapping[str, Any] | None) -> DecodeOptions | None
     """The :class:`DecodeOptions` a :func:`hashing_metadata` record describes (None: unknown).
 
     Fields the record lacks take their defaults; fields this version does not
-    know are ignored. The limits on what is read (``max_file_bytes``,
+    know are ignored, and so is ``crop_entries`` (a hashing choice, not a
+    decoding one: the record keeps it). The limits on what is read (``max_file_bytes``,
     ``max_pixels``, ``max_decode_pixels``) always take their defaults: a
     record is data, and data never decides how much of a file is read.
 
@@ -93,6 +101,7 @@ def decode_options_of(hashing: Mapping[str, Any] | None) -> DecodeOptions | None
     if not hashing or not isinstance(hashing.get("decode"), Mapping):
         return None
     known = {f.name for f in dataclasses.fields(DecodeOptions)} - set(_READ_LIMITS)
+    known.discard("crop_entries")
     values: dict[str, Any] = {}
     for name, value in hashing["decode"].items():
         if name in known:
