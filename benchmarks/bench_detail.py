@@ -4,7 +4,7 @@ The rule (``leakaudit._verify_judge._fine_detail_agreement``) registers two grey
 up to 160 px (``leakaudit._registration``: a blur, a warp per Gauss-Newton step) for every
 crop, rotation, content or turned match of two photos. Blurs and warps were products with
 ``(side, side)`` matrices, which cost ``side / 2`` times the two taps they hold; above
-``_DIRECT_BLUR_SIDE`` they are now shifted sums and gathers. This script times both ways
+``_DIRECT_SIDE`` they are now shifted sums and gathers. This script times both ways
 side by side in one process on the same pairs (crops of real photographs, ``photos.py``:
 a 10% crop, a 5-degree rotation and a different crop of the same source for each) and
 checks that both give the same agreement.
@@ -64,19 +64,19 @@ def main(argv: list[str] | None = None) -> int:
         ]
 
     def run(direct_side: int) -> tuple[float, list[float | None]]:
-        _registration._DIRECT_BLUR_SIDE = direct_side
+        _registration._DIRECT_SIDE = direct_side
         start = time.perf_counter()
         found = [_fine_detail_agreement(a, b, 0) for a, b in pairs]
         return time.perf_counter() - start, found
 
-    saved = _registration._DIRECT_BLUR_SIDE
+    saved = _registration._DIRECT_SIDE
     products, sums = [], []
     for _ in range(args.repeat):  # interleaved
         seconds, before = run(1 << 30)
         products.append(seconds)
         seconds, after = run(saved)
         sums.append(seconds)
-    _registration._DIRECT_BLUR_SIDE = saved
+    _registration._DIRECT_SIDE = saved
     differ = sum(
         (x is None) != (y is None) or (x is not None and y is not None and abs(x - y) > 1e-6)
         for x, y in zip(before, after, strict=True)

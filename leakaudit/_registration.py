@@ -157,10 +157,10 @@ def _blur_matrix(side: int) -> NDArray[np.float32]:
     return matrix
 
 
-#: Above this side a blur is five shifted sums per axis rather than a product with a
-#: ``(side, side)`` matrix (the products win on stacks of 32 px thumbnails; at the
-#: fine-detail rule's 160 px they did 30 times the work).
-_DIRECT_BLUR_SIDE = 48
+#: Above this side a blur is five shifted sums per axis, and a warp two gathered taps per
+#: axis, rather than products with ``(side, side)`` matrices (the products win on stacks
+#: of 32 px thumbnails; at the fine-detail rule's 160 px they did 30 times the work).
+_DIRECT_SIDE = 48
 
 
 def _blurred_axis(x: NDArray[np.float32], axis: int) -> NDArray[np.float32]:
@@ -177,11 +177,11 @@ def blurred(images: NDArray[Any]) -> NDArray[np.float32]:
     """A 5-tap binomial blur of a stack of images ``(n, h, w)`` (edges repeated).
 
     Two matrix products over the whole stack (one per axis), or shifted sums for
-    large images (:data:`_DIRECT_BLUR_SIDE`).
+    large images (:data:`_DIRECT_SIDE`).
     """
     n, h, w = images.shape
     x = np.asarray(images, dtype=np.float32)
-    if max(h, w) > _DIRECT_BLUR_SIDE:
+    if max(h, w) > _DIRECT_SIDE:
         return np.ascontiguousarray(_blurred_axis(_blurred_axis(x, 2), 1))
     x = (x.reshape(n * h, w) @ _blur_matrix(w).T).reshape(n, h, w)
     x = (x.transpose(0, 2, 1).reshape(n * w, h) @ _blur_matrix(h).T).reshape(n, w, h)
@@ -362,7 +362,7 @@ def _interpolation(
     scale: NDArray[Any], shift: NDArray[Any], side: int
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """Linear-interpolation matrices ``(k, side, side)`` of one axis, and which output
-    positions fall inside the source."""
+    positions fall inside the source (the same positions as :func:`_taps`)."""
     centre = (side - 1) / 2.0
     axis = np.arange(side, dtype=np.float32)
     position = scale[:, None] * (axis[None] - centre) + centre + shift[:, None]
@@ -404,10 +404,10 @@ def _warped(
     """Each stack ``(n, side, side)`` warped by the per-image scale and shift (as
     ``rows @ image @ cols_t`` of :func:`_warp_matrices`), and where the warp falls
     inside the source. Matrix products on small images; gathers of the two taps per
-    axis on large ones (:data:`_DIRECT_BLUR_SIDE`), where the products did side / 2
+    axis on large ones (:data:`_DIRECT_SIDE`), where the products did side / 2
     times the work."""
     side = stacks[0].shape[1]
-    if side <= _DIRECT_BLUR_SIDE:
+    if side <= _DIRECT_SIDE:
         rows, cols_t, valid = _warp_matrices(scale, shift, side)
         return [np.asarray(rows @ x @ cols_t, dtype=np.float32) for x in stacks], valid
     y0, y_low, y_high, inside_y = _taps(scale[:, 1], shift[:, 1], side)
