@@ -295,10 +295,13 @@ def _with_registered(
     if len(added):
         edges = pd.concat([edges, added], ignore_index=True)
         edges = edges.sort_values(["row_a", "row_b"], kind="stable", ignore_index=True)
+    # A pair the checks above had already accepted is not counted again: the counts
+    # keep candidates = verified + rejected + unsupported + kept apart.
+    already = len(pairs) - int(new.sum())
     return dataclasses.replace(
         verified,
         edges=edges,
-        n_candidates=verified.n_candidates + candidates,
+        n_candidates=verified.n_candidates + candidates - already,
         n_rejected=verified.n_rejected + candidates - len(pairs),
         stages=[*verified.stages, "registered"],
     )

@@ -203,6 +203,29 @@ def test_the_audit_links_a_rescaled_tiny_copy_across_splits(tmp_path: Path) -> N
     assert table.loc["copy.jpg", "group_id"] != table.loc["04.jpg", "group_id"]
 
 
+def test_a_pair_both_nets_accept_is_counted_once(tmp_path: Path) -> None:
+    # A re-encoded copy: the hash net proposes it and the pixel check accepts it,
+    # and the tiny-photo net registers it too. The report's counts still add up.
+    originals = [_photo32(200 + seed) for seed in range(12)]
+    for k, image in enumerate(originals):
+        _write(tmp_path / "train", f"{k:02d}.jpg", image)
+    _write(tmp_path / "test", "copy.jpg", originals[3].convert("L"))
+    for k in range(4):
+        _write(tmp_path / "test", f"other{k}.jpg", _photo32(600 + k))
+
+    report = leakaudit.audit_splits(
+        {"train": tmp_path / "train", "test": tmp_path / "test"}, cache=False, workers=1
+    )
+    table = report.table.set_index(report.table["path"].map(lambda p: Path(p).name))
+    assert table.loc["copy.jpg", "group_id"] == table.loc["03.jpg", "group_id"]
+    assert report.edges is not None
+    assert len(report.edges) == 1 and report.edges["stage"].iloc[0] != "registered"
+    counts = report.parameters["verification"]
+    assert counts["candidates"] == (
+        counts["verified"] + counts["rejected"] + counts["unsupported"] + counts["kept_apart"]
+    )
+
+
 def test_the_spectrum_does_not_see_a_shift() -> None:
     big = _photo32(21).resize((40, 40), Image.Resampling.BICUBIC)
     a = _thumb(big.crop((4, 4, 36, 36)))[None]
