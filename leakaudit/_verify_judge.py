@@ -582,7 +582,39 @@ def _whole_verdict(
     # picture). A whole match after trimming a padding is not a partial one: a padded
     # copy of a smooth photo is a copy (with the rule, padded JPEG copies of low-texture
     # pictures failed at Pillow 10.4 by a block or two).
-    return _with_detail(verdict, a, b) if code != 0 else verdict
+    return _with_detail(verdict, a, b) if code != 0 else _recoloured_layout(verdict, a, b)
+
+
+#: Least structure score of a whole match of two photos whose colours only a global
+#: colour map explains and whose fine detail does not agree: colour is no longer
+#: evidence there, so the layout must agree all but exactly. ``bench_quality.py
+#: --failures`` (generated smooth tiles and discs): recoloured and grey copies of smooth
+#: tiles score 0.998-1.00, the look-alikes linked through a colour map 0.89 (a grey tile
+#: and its neighbour's mirror) and 0.93 (quadrants of two soft discs). CIFAR-10 (32 px,
+#: no fine detail to measure) is outside the rule.
+_RECOLOURED_SIMILARITY = 0.97
+
+
+def _recoloured_layout(verdict: PairVerdict, a: View, b: View) -> PairVerdict:
+    """An accepted whole match whose colours differ by a global colour edit (a grey or
+    recoloured copy, :func:`colour_change`), rejected when its structure agrees short of
+    :data:`_RECOLOURED_SIMILARITY` and its fine detail does not agree."""
+    if (
+        not verdict.accepted
+        or verdict.similarity >= _RECOLOURED_SIMILARITY
+        or not colour_change(a, b, verdict)
+    ):
+        return verdict
+    detail = _fine_detail_agreement(a, b, verdict.turn)
+    if detail is None or detail >= _MIN_DETAIL_COVERAGE:
+        return verdict
+    return dataclasses.replace(
+        verdict,
+        accepted=False,
+        stage="pixels",
+        detail=detail,
+        reason=f"recoloured layout only: fine detail differs ({detail:.2f})",
+    )
 
 
 def _content_box_detail(verdict: PairVerdict, a: View, b: View) -> PairVerdict:
@@ -714,8 +746,16 @@ def _with_detail(
     detail = _fine_detail_agreement(a, b, verdict.turn, rotated)
     if detail is None:
         return verdict
-    if detail >= _MIN_DETAIL_COVERAGE:
+    if detail >= _MIN_DETAIL_COVERAGE and not _symmetric_detail(a, b, detail):
         return dataclasses.replace(verdict, detail=detail)
+    if detail >= _MIN_DETAIL_COVERAGE:
+        return dataclasses.replace(
+            verdict,
+            accepted=False,
+            stage="pixels",
+            detail=detail,
+            reason="coarse layout only: a symmetric shape without texture",
+        )
     return dataclasses.replace(
         verdict,
         accepted=False,
@@ -723,6 +763,27 @@ def _with_detail(
         detail=detail,
         reason=f"coarse layout only: fine detail differs ({detail:.2f})",
     )
+
+
+def _symmetric_detail(a: View, b: View, detail: float) -> bool:
+    """Whether either image's fine detail agrees with its own turn (of 7, not the
+    identity) as well as the pair's does (``detail``).
+
+    A photo's fine detail (texture, grain, noise) agrees with a copy's better than with
+    its own mirror image; a rendered shape's (a noise-free ring on black, whose only
+    detail is its rims) agrees with its own turn as well, and its quadrants are exact
+    turns of one another, as are those of another ring of another radius once trimmed.
+    Such a pair's agreement is its shape alone. ``bench_quality.py --failures``:
+    generated rings' quadrants agree with each other at 0.5-0.69 and with their own turns
+    as well; the real retina photo (a disc with vessels) with its own turns at 0.5-0.75,
+    with its copies at 1.0.
+    """
+    for view in (a, b):
+        for code in range(1, 8):
+            own = _fine_detail_agreement(view, view, code)
+            if own is not None and own >= detail:
+                return True
+    return False
 
 
 def pair_background(a: View, b: View) -> NDArray[np.float32]:
