@@ -502,7 +502,7 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
     options = options or VerifyOptions()
     if a.digest == b.digest:
         return PairVerdict(True, "bytes", 1.0, 0.0, reason="byte-identical")
-    best = _whole_verdict(a.grid, b.grid, a, b, options)
+    best = _content_box_detail(_whole_verdict(a.grid, b.grid, a, b, options), a, b)
     if best.accepted:
         return best
     if a.full_grid is not None or b.full_grid is not None:
@@ -516,7 +516,7 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
                 b.full_grid if b.full_grid is not None else b.grid,
             ),
         ):
-            verdict = _whole_verdict(grid_a, grid_b, a, b, options)
+            verdict = _content_box_detail(_whole_verdict(grid_a, grid_b, a, b, options), a, b)
             if _rank(verdict) > _rank(best):
                 best = verdict
                 if best.accepted:
@@ -582,7 +582,53 @@ def _whole_verdict(
     # picture). A whole match after trimming a padding is not a partial one: a padded
     # copy of a smooth photo is a copy (with the rule, padded JPEG copies of low-texture
     # pictures failed at Pillow 10.4 by a block or two).
-    return _with_detail(verdict, a, b) if code != 0 else verdict
+    return _with_detail(verdict, a, b) if code != 0 else _recoloured_layout(verdict, a, b)
+
+
+#: Least structure score of a whole match of two photos whose colours only a global
+#: colour map explains and whose fine detail does not agree: colour is no longer
+#: evidence there, so the layout must agree all but exactly. ``bench_quality.py
+#: --failures`` (generated smooth tiles and discs): recoloured and grey copies of smooth
+#: tiles score 0.998-1.00, the look-alikes linked through a colour map 0.89 (a grey tile
+#: and its neighbour's mirror) and 0.93 (quadrants of two soft discs). CIFAR-10 (32 px,
+#: no fine detail to measure) is outside the rule.
+_RECOLOURED_SIMILARITY = 0.97
+
+
+def _recoloured_layout(verdict: PairVerdict, a: View, b: View) -> PairVerdict:
+    """An accepted whole match whose colours differ by a global colour edit (a grey or
+    recoloured copy, :func:`colour_change`), rejected when its structure agrees short of
+    :data:`_RECOLOURED_SIMILARITY` and its fine detail does not agree."""
+    if (
+        not verdict.accepted
+        or verdict.similarity >= _RECOLOURED_SIMILARITY
+        or not colour_change(a, b, verdict)
+    ):
+        return verdict
+    detail = _fine_detail_agreement(a, b, verdict.turn)
+    if detail is None or detail >= _MIN_DETAIL_COVERAGE:
+        return verdict
+    return dataclasses.replace(
+        verdict,
+        accepted=False,
+        stage="pixels",
+        detail=detail,
+        reason=f"recoloured layout only: fine detail differs ({detail:.2f})",
+    )
+
+
+def _content_box_detail(verdict: PairVerdict, a: View, b: View) -> PairVerdict:
+    """A whole match of two images both trimmed to their content boxes, judged by its
+    fine detail (:func:`_with_detail`) as a partial match is.
+
+    Trimming both images is an alignment, as a crop is: two quarter discs of other radii
+    and colours on black are scaled copies of each other once both are cut to their
+    content. A match that covers the whole of one image (only the other was trimmed: a
+    padded copy) stays a whole match.
+    """
+    if verdict.turn != 0 or a.full_grid is None or b.full_grid is None:
+        return verdict  # a turn is judged by _whole_verdict already
+    return _with_detail(verdict, a, b)
 
 
 #: The smallest side at which two grey images of a partial or turned match are
@@ -591,6 +637,11 @@ def _whole_verdict(
 #: §19: on CIFAR-10 (real, 32 px) the grid holds no finer detail (same-shot pairs' grid
 #: detail correlation down to 0.28); 64 itself was not varied.
 _DETAIL_SIDE = 64
+#: The smallest grey image the fine-detail rule reads: twice the grid's side, so that it
+#: holds detail finer than the grid. Before, the grey image itself had to reach
+#: :data:`_DETAIL_SIDE`, and the trimmed quadrants of 400 px discs (grey 63 px, decoded
+#: at a quarter) escaped the rule: ``bench_quality.py --failures`` (generated discs).
+_DETAIL_GREY = 2 * GRID
 
 
 def _fine_detail_agreement(
@@ -612,7 +663,13 @@ def _fine_detail_agreement(
     :func:`distinct_pixel_count`); photos under :data:`_DETAIL_SIDE` pixels have no
     detail finer than the grid.
     """
-    if a.grey.size == 0 or b.grey.size == 0 or min(*a.grey.shape, *b.grey.shape) < _DETAIL_SIDE:
+    if a.grey.size == 0 or b.grey.size == 0:
+        return None
+    # The file's own side says whether there is detail finer than the grid; the grey
+    # image, decoded reduced (a 400 px JPEG at 100 px, its trimmed quadrant at 63),
+    # must only be finer than the grid to show it. Unknown native sides: the grey's.
+    native = min(a.native_side, b.native_side) or min(*a.grey.shape, *b.grey.shape)
+    if native < _DETAIL_SIDE or min(*a.grey.shape, *b.grey.shape) < _DETAIL_GREY:
         return None
     greys = [Image.fromarray(a.grey), Image.fromarray(turned_view(b.grey, None, turn)[0])]
     if rotated is not None:
@@ -689,8 +746,16 @@ def _with_detail(
     detail = _fine_detail_agreement(a, b, verdict.turn, rotated)
     if detail is None:
         return verdict
-    if detail >= _MIN_DETAIL_COVERAGE:
+    if detail >= _MIN_DETAIL_COVERAGE and not _symmetric_detail(a, b, detail):
         return dataclasses.replace(verdict, detail=detail)
+    if detail >= _MIN_DETAIL_COVERAGE:
+        return dataclasses.replace(
+            verdict,
+            accepted=False,
+            stage="pixels",
+            detail=detail,
+            reason="coarse layout only: a symmetric shape without texture",
+        )
     return dataclasses.replace(
         verdict,
         accepted=False,
@@ -698,6 +763,32 @@ def _with_detail(
         detail=detail,
         reason=f"coarse layout only: fine detail differs ({detail:.2f})",
     )
+
+
+def _symmetric_detail(a: View, b: View, detail: float) -> bool:
+    """Whether either image's fine detail agrees with its own turn (of 7, not the
+    identity) as well as the pair's does (``detail``).
+
+    A photo's fine detail (texture, grain, noise) agrees with a copy's better than with
+    its own mirror image; a rendered shape's (a noise-free ring on black, whose only
+    detail is its rims) agrees with its own turn as well, and its quadrants are exact
+    turns of one another, as are those of another ring of another radius once trimmed.
+    Such a pair's agreement is its shape alone. ``bench_quality.py --failures``:
+    generated rings' quadrants agree with each other at 0.5-0.69 and with their own turns
+    as well; the real retina photo (a disc with vessels) with its own turns at 0.5-0.75,
+    with its copies at 1.0.
+    """
+    for view in (a, b):
+        if (CONTENT, 0) in view.regions:
+            # An untrimmed uniform border (trimming off): its straight edges are
+            # symmetric whatever the picture inside (tests/test_borders.py, a photo
+            # letterboxed in black agrees with its own mirror at 0.62).
+            continue
+        for code in range(1, 8):
+            own = _fine_detail_agreement(view, view, code)
+            if own is not None and own >= detail:
+                return True
+    return False
 
 
 def pair_background(a: View, b: View) -> NDArray[np.float32]:

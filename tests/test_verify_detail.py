@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from imagegen import photo_like
+from numpy.typing import NDArray
 from PIL import Image
 
 import leakaudit
@@ -29,6 +30,23 @@ def _sharp_disc_quadrants(radius: float, side: int = 400) -> list[Image.Image]:
     r = np.hypot(x, y)
     disc = 1 / (1 + np.exp(np.clip((r - radius) / 0.005, -50, 50))) * (1 - 0.35 * (r / radius) ** 2)
     rgb = disc[..., None] * np.array([235.0, 120.0, 25.0])
+    image = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+    half = side // 2
+    return [image.crop((x0, y0, x0 + half, y0 + half)) for y0 in (0, half) for x0 in (0, half)]
+
+
+def _sharp_ring_quadrants(radius: float, side: int = 400) -> list[Image.Image]:
+    """A sharp, noise-free orange ring on black: two rims of detail, each quadrant an
+    exact turn of the others."""
+    y, x = (np.mgrid[0:side, 0:side].astype(np.float32) - (side - 1) / 2) / (side / 2)
+    r = np.hypot(x, y)
+
+    def step(edge: float) -> NDArray[np.float32]:
+        out: NDArray[np.float32] = 1 / (1 + np.exp(np.clip((r - edge) / 0.005, -50, 50)))
+        return out
+
+    ring = step(radius) * (1 - step(radius * 0.8)) * (1 - 0.35 * (r / radius) ** 2)
+    rgb = ring[..., None] * np.array([220.0, 110.0, 30.0])
     image = Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
     half = side // 2
     return [image.crop((x0, y0, x0 + half, y0 + half)) for y0 in (0, half) for x0 in (0, half)]
@@ -54,12 +72,6 @@ def _names(report: leakaudit.LeakageReport) -> pd.DataFrame:
     return report.table.set_index(report.table["path"].map(lambda p: Path(str(p)).name))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limit (issue 24): a sharp, noise-free disc's quadrants, once their black "
-    "borders are trimmed, match as whole images, which the fine-detail rule leaves alone so "
-    "that padded copies of smooth photos keep linking (at Pillow 10.4 they did not)",
-)
 def test_sharp_disc_quadrants_and_gradient_tiles_are_not_linked(tmp_path: Path) -> None:
     splits = ("train", "test", "val")
     for k, radius in enumerate((0.7, 0.85)):
@@ -141,3 +153,50 @@ def test_only_verified_pairs_link(tmp_path: Path) -> None:
     for _, members in table.groupby("group_id"):
         member_names = set(names[members.index])
         assert len(member_names) == 1 or not member_names & lookalikes, member_names
+
+
+def test_sharp_rings_quadrants_are_not_linked_turned_or_trimmed(tmp_path: Path) -> None:
+    """Two noise-free rings of other radii: each quadrant is an exact turn of its
+    neighbours, and, trimmed, a scaled copy of the other ring's; their only detail is the
+    rims, a shape, so nothing links (issue 24, point 2)."""
+    splits = ("train", "test", "val")
+    for k, radius in enumerate((0.7, 0.85)):
+        for q, quadrant in enumerate(_sharp_ring_quadrants(radius)):
+            _write(tmp_path / splits[(q + k) % 3], f"ring{k}_q{q}.jpg", quadrant)
+    report = leakaudit.audit_splits({s: tmp_path / s for s in splits}, cache=False, workers=1)
+    table = _names(report)
+    linked = sorted(table[table["group_id"].duplicated(keep=False)].index)
+    assert linked == [], linked
+
+
+def test_trimmed_disc_quadrants_of_other_radii_are_content_box_matches() -> None:
+    """Once both black borders are trimmed, two quarter discs match whole at grid
+    similarity ~1; both trimmed, the match is a content-box match and needs fine detail."""
+    a = load_view(_sharp_disc_quadrants(0.65)[0], "a", DecodeOptions())
+    b = load_view(_sharp_disc_quadrants(0.9)[0], "b", DecodeOptions())
+    verdict = compare_views(a, b)
+    assert not verdict.accepted, verdict
+    assert "fine detail" in verdict.reason or "layout" in verdict.reason
+
+
+@pytest.mark.parametrize("colour", [(0, 0, 0), (255, 255, 255)])
+def test_padded_and_trimmed_copies_of_a_textured_photo_still_link(
+    tmp_path: Path, colour: tuple[int, int, int]
+) -> None:
+    """A padded copy (only one image trimmed: a whole match) links with the photo and with
+    a letterboxed copy of it (both trimmed: a content-box match, whose texture agrees)."""
+    photo = photo_like(31, (320, 240))
+    boxed = Image.new("RGB", (320, 320), colour)
+    boxed.paste(photo, (0, 40))
+    _write(tmp_path / "train", "photo.jpg", photo)
+    _write(tmp_path / "train", "boxed.jpg", boxed)
+    padded = Image.new("RGB", (360, 280), colour)
+    padded.paste(photo, (20, 20))
+    _write(tmp_path / "test", "padded.jpg", padded)
+    splits = ("train", "test")
+    table = _names(
+        leakaudit.audit_splits({s: tmp_path / s for s in splits}, cache=False, workers=1)
+    )
+    group = table.loc["photo.jpg", "group_id"]
+    for name in ("boxed.jpg", "padded.jpg"):
+        assert table.loc[name, "group_id"] == group, name
