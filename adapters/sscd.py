@@ -44,7 +44,7 @@ from PIL import Image, ImageOps
 from leakaudit._registration import TINY_SIDE, register_pairs, tiny_thumbnails
 from leakaudit.extra_links import with_extra_links
 from leakaudit.loading import DecodeOptions
-from leakaudit.report import LeakageReport
+from leakaudit.report import AuditParameters, LeakageReport
 
 __all__ = [
     "DEFAULT_JUDGE",
@@ -304,12 +304,10 @@ def sscd_candidates(
     readable &= pd.notna(split)
     rows = np.flatnonzero(readable)
     rows = rows[[_is_tiny(sources[r], max_side) for r in rows]].astype(np.int64)
-    columns = ["row_a", "row_b", "similarity", "registered", "same_group"]
     splits = list(dict.fromkeys(split[rows].tolist()))
     if len(splits) < 2:
-        return pd.DataFrame({c: pd.Series(dtype=float) for c in columns}).astype(
-            {"row_a": np.int64, "row_b": np.int64, "registered": bool, "same_group": bool}
-        )
+        nothing = np.zeros(0, np.int64)
+        return _candidate_frame(nothing, nothing, np.zeros(0), np.zeros(0, bool), table)
     if reference is None:
         reference = "train" if "train" in splits else str(splits[0])
     if embed is None:
@@ -338,16 +336,28 @@ def sscd_candidates(
     a = np.concatenate(found_a) if found_a else np.zeros(0, np.int64)
     b = np.concatenate(found_b) if found_b else np.zeros(0, np.int64)
     similarity = np.concatenate(found_s) if found_s else np.zeros(0, np.float32)
+    registered = _registered(sources, a, b, options)
+    return _candidate_frame(a, b, similarity, registered, table)
+
+
+def _candidate_frame(
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+    similarity: NDArray[Any],
+    registered: NDArray[np.bool_],
+    table: pd.DataFrame,
+) -> pd.DataFrame:
     group = table["group_id"].to_numpy()
-    return pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {
-            "row_a": a,
-            "row_b": b,
+            "row_a": a.astype(np.int64),
+            "row_b": b.astype(np.int64),
             "similarity": np.clip(similarity.astype(float), 0.0, 1.0),
-            "registered": _registered(sources, a, b, options),
-            "same_group": group[a] == group[b],
+            "registered": registered.astype(bool),
+            "same_group": (group[a] == group[b]).astype(bool),
         }
     )
+    return frame
 
 
 def _registered(
@@ -390,7 +400,8 @@ def sscd_links(
         "or": close | registered,
     }[judge]
     kept: pd.DataFrame = candidates[accept & ~candidates["same_group"].to_numpy(dtype=bool)]
-    return kept.reset_index(drop=True)
+    out: pd.DataFrame = kept.reset_index(drop=True)
+    return out
 
 
 def with_sscd(
@@ -427,4 +438,5 @@ def with_sscd(
         "candidates": len(candidates),
         "links": len(links),
     }
-    return dataclasses.replace(linked, parameters={**linked.parameters, "sscd": record})
+    parameters = AuditParameters.from_mapping({**linked.parameters, "sscd": record})
+    return dataclasses.replace(linked, parameters=parameters)

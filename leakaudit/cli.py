@@ -213,7 +213,9 @@ def _run_audit(
 def _require_sscd() -> None:
     """``--sscd``: refuse before any hashing when the model cannot run here."""
     try:
-        from leakaudit.adapters.sscd import require_sscd
+        from leakaudit.adapters.sscd import (  # type: ignore[import-not-found, unused-ignore]
+            require_sscd,
+        )
 
         require_sscd()
     except ImportError as error:
@@ -223,10 +225,13 @@ def _require_sscd() -> None:
 def _with_sscd(report: LeakageReport, args: argparse.Namespace, decode: Any) -> LeakageReport:
     """``--sscd``: the SSCD links among tiny images joined into the report (imported only
     here: the core never imports the adapter or onnxruntime)."""
-    from leakaudit.adapters.sscd import with_sscd
+    from leakaudit.adapters.sscd import (  # type: ignore[import-not-found, unused-ignore]
+        with_sscd,
+    )
 
     log.info("SSCD: embedding the tiny images (leakaudit.adapters.sscd)")
-    return with_sscd(report, workers=args.workers or 2, decode=decode)
+    linked: LeakageReport = with_sscd(report, workers=args.workers or 2, decode=decode)
+    return linked
 
 
 def _write_hash_shards(
