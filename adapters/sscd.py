@@ -27,8 +27,8 @@ Measured on CIFAR-10's five dev classes (``benchmarks/bench_cifar.py --sscd``,
 pairs found instead of 132, 363 flagged test images instead of 331, 95.6% of them listed
 or judged copies (95.8% before); see :data:`DEFAULT_JUDGE` for the other judges,
 :data:`THRESHOLD`, :data:`SIZE` and :data:`MODEL` for the constants. Cost: every tiny image
-is decoded and embedded once (about 400 images/s on 2 quiet cores at 160 px, 90-120 on a
-loaded one), the nearest search is one blocked matrix product.
+is decoded and embedded once (about 475 images/s on 2 quiet cores at 160 px, 120 on a
+loaded one); the whole pass took 284 s for 60,000 CIFAR-10 images, 5.8x the warm audit.
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ def _add_common(parser: argparse.ArgumentParser, *, hashes_out: bool = False) ->
         action="store_true",
         help="also link tiny images (shorter side <= 64 px) to their nearest image of another "
         "split when Meta's SSCD copy-detection model scores them >= 0.75 (CIFAR-10 dev classes: "
-        "136/142 ciFAIR same-shot pairs found instead of 132, about 2.5 min more per 60,000 "
+        "136/142 ciFAIR same-shot pairs found instead of 132, about 5 min more per 60,000 "
         "tiny images on 2 cores; --workers threads, default 2); needs Python >= 3.12 and "
         "pip install 'leakaudit-vision[sscd]'",
     )
