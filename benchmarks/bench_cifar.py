@@ -29,6 +29,16 @@ Run from the repository root (the images' folder holds ``train/`` and ``test/``)
 
 ``--label`` names the column of the printed table (``before``/``after``); ``--json`` writes
 the figures for ``benchmarks/RESULTS.md``.
+
+``--sscd`` (Python >= 3.12 with ``pip install -e '.[sscd]'``) also runs
+:mod:`leakaudit.adapters.sscd` on the audit (``--sscd-threads`` onnxruntime and decoding
+threads, 2 by default), timed, and scores the audit with its links added under each judge
+(threshold, registration, and, or) beside the default; the candidates go to
+``sscd_candidates.csv`` in ``--out``, and ``--sscd-candidates FILE`` scores a saved one
+instead of embedding again. Its flagged test images are scored with
+``cifar_reviewed_sscd.csv`` too (the test images only SSCD links, judged by eye)::
+
+    /tmp/sscd-venv/bin/python benchmarks/bench_cifar.py /work/data/cifar10 --cache DIR --sscd
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,6 +67,9 @@ DEFAULT_META = next(
 #: Our by-eye judgments of flagged test images that neither shared list holds (issue 24),
 #: in the shared list's format: 0 exact, 1 same shot, 2 very similar, 3 different.
 DEFAULT_REVIEW = Path(__file__).resolve().parent / "cifar_reviewed.csv"
+#: The test images that only SSCD (or the registration judge) links, judged by eye
+#: (``benchmarks/RESULTS.md`` section 18); read after ``DEFAULT_REVIEW`` with ``--sscd``.
+SSCD_REVIEW = Path(__file__).resolve().parent / "cifar_reviewed_sscd.csv"
 DEFAULT_OUT = Path(__file__).resolve().parent / "_out" / "cifar"
 SCALE = 4  # contact sheets: 32 px images drawn at 128 px
 PAD = 6
@@ -66,13 +80,16 @@ def _dev(path: str) -> bool:
     return len(parts) == 3 and parts[1] in DEV_CLASSES
 
 
-def load_judgments(meta: Path, review: Path | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_judgments(
+    meta: Path, review: Path | None, *more: Path
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """ciFAIR's dev pairs and our reviewed extras (dev classes only, checked); ``review``
-    adds the judgments kept with this benchmark for images the shared list lacks."""
+    (then ``more``) adds the judgments kept with this benchmark for images the lists
+    before it lack."""
     cifair = pd.read_csv(meta / "cifair_duplicates_dev.csv")
     extra = pd.read_csv(meta / "reviewed_extra_duplicates_dev.csv")
-    if review is not None:
-        ours = pd.read_csv(review)
+    for path in [review, *more] if review is not None else []:
+        ours = pd.read_csv(path)
         ours = ours[~ours["test_path"].isin(extra["test_path"])]
         extra = pd.concat([extra, ours], ignore_index=True)
     for name, frame in (("cifair", cifair), ("reviewed_extra", extra)):
@@ -81,8 +98,8 @@ def load_judgments(meta: Path, review: Path | None) -> tuple[pd.DataFrame, pd.Da
     return cifair, extra
 
 
-def run_audit(data: Path, cache: Path | None, workers: int | None) -> tuple[pd.DataFrame, float]:
-    """``audit_splits`` on train + test with the defaults: its table and wall time."""
+def audit(data: Path, cache: Path | None, workers: int | None) -> tuple[Any, float]:
+    """``audit_splits`` on train + test with the defaults, and its wall time."""
     import leakaudit
 
     kwargs: dict[str, object] = {"cache": str(cache) if cache else False}
@@ -90,11 +107,70 @@ def run_audit(data: Path, cache: Path | None, workers: int | None) -> tuple[pd.D
         kwargs["workers"] = workers
     start = time.perf_counter()
     report = leakaudit.audit_splits({"train": data / "train", "test": data / "test"}, **kwargs)
-    seconds = time.perf_counter() - start
+    return report, time.perf_counter() - start
+
+
+def groups_of(report: Any, data: Path) -> pd.DataFrame:
+    """The report's groups as ``path`` (relative to ``data``), ``group_id``."""
     table = report.table
     root = data.resolve()
     rel = [Path(str(p)).resolve().relative_to(root).as_posix() for p in table["path"]]
-    return pd.DataFrame({"path": rel, "group_id": table["group_id"].to_numpy()}), seconds
+    return pd.DataFrame({"path": rel, "group_id": table["group_id"].to_numpy()})
+
+
+def run_audit(data: Path, cache: Path | None, workers: int | None) -> tuple[pd.DataFrame, float]:
+    """``audit_splits`` on train + test with the defaults: its table and wall time."""
+    report, seconds = audit(data, cache, workers)
+    return groups_of(report, data), seconds
+
+
+def sscd_columns(
+    args: argparse.Namespace, cifair: pd.DataFrame, extra: pd.DataFrame
+) -> list[tuple[str, dict[str, float]]]:
+    """The default audit and the audit with SSCD's links under each judge, scored."""
+    from leakaudit.adapters.sscd import JUDGES, sscd_candidates, sscd_links
+    from leakaudit.extra_links import with_extra_links
+
+    report, seconds = audit(args.data, args.cache, args.workers)
+    columns = [("default audit", {**score(groups_of(report, args.data), cifair, extra)[0]})]
+    columns[0][1]["audit_seconds"] = seconds
+    saved = args.sscd_candidates
+    if saved is not None:
+        candidates, sscd_seconds = pd.read_csv(saved), float("nan")
+    else:
+        start = time.perf_counter()
+        candidates = sscd_candidates(report, workers=args.sscd_threads)
+        sscd_seconds = time.perf_counter() - start
+        args.out.mkdir(parents=True, exist_ok=True)
+        candidates.to_csv(args.out / "sscd_candidates.csv", index=False)
+    print(f"SSCD candidates: {len(candidates)} in {sscd_seconds:.0f} s", file=sys.stderr)
+    for judge in JUDGES:
+        links = sscd_links(candidates, judge=judge)
+        linked = with_extra_links(report, links[["row_a", "row_b", "similarity"]], evidence="sscd")
+        figures = score(groups_of(linked, args.data), cifair, extra)[0]
+        figures["audit_seconds"] = seconds
+        figures["sscd_seconds"] = sscd_seconds
+        figures["links"] = len(links)
+        columns.append((f"+ SSCD, {judge}", figures))
+    return columns
+
+
+def print_columns(columns: list[tuple[str, dict[str, float]]]) -> None:
+    print(f"| CIFAR-10 dev classes | {' | '.join(name for name, _ in columns)} |")
+    print("|---|" + "---:|" * len(columns))
+    rows = [
+        ("ciFAIR same-shot pairs found", lambda f: f"{f['found']}/{f['same_shot_pairs']}"),
+        ("flagged test images", lambda f: f"{f['flagged']}"),
+        ("- listed (ciFAIR, or reviewed 0-1)", lambda f: f"{f['listed']}"),
+        ("- judged different (3)", lambda f: f"{f['different']}"),
+        ("- very similar, other shot (2)", lambda f: f"{f['very_similar']}"),
+        ("- unknown", lambda f: f"{f['unknown']}"),
+        ("SSCD links added", lambda f: f"{f.get('links', '-')}"),
+        ("audit of 60,000 images, s", lambda f: f"{f['audit_seconds']:.0f}"),
+        ("SSCD on 60,000 images, s", lambda f: f"{f.get('sscd_seconds', float('nan')):.0f}"),
+    ]
+    for name, cell in rows:
+        print(f"| {name} | {' | '.join(cell(f) for _, f in columns)} |")
 
 
 def score(
@@ -186,7 +262,23 @@ def main(argv: list[str] | None = None) -> int:
         help="score a saved groups CSV (path,group_id) instead of auditing",
     )
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument(
+        "--sscd", action="store_true", help="also score the audit with SSCD's links added"
+    )
+    parser.add_argument("--sscd-threads", type=int, default=2)
+    parser.add_argument(
+        "--sscd-candidates", type=Path, default=None, help="score a saved sscd_candidates.csv"
+    )
     args = parser.parse_args(argv)
+    if args.sscd:
+        cifair, extra = load_judgments(
+            args.meta, None if args.no_review else args.review, SSCD_REVIEW
+        )
+        columns = sscd_columns(args, cifair, extra)
+        print_columns(columns)
+        if args.json is not None:
+            args.json.write_text(json.dumps(dict(columns), indent=2) + "\n")
+        return 0
     cifair, extra = load_judgments(args.meta, None if args.no_review else args.review)
     if args.groups is not None:
         groups, seconds = pd.read_csv(args.groups), float("nan")

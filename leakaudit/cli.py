@@ -172,6 +172,8 @@ def _progress(args: argparse.Namespace) -> bool | None:
 def _run_audit(
     splits: dict[str, Path], args: argparse.Namespace, *, root: Path | None = None
 ) -> LeakageReport:
+    if getattr(args, "sscd", False):
+        _require_sscd()
     cache: bool | Path = False if args.no_cache else (args.cache_dir or True)
     hashes_out: Path | None = getattr(args, "hashes_out", None)
     decode = DecodeOptions(exif_transpose=not args.raw_orientation, trim_borders=args.trim_borders)
@@ -196,6 +198,8 @@ def _run_audit(
                 root=root,
                 verify=_verify_spec(args),
             )
+            if getattr(args, "sscd", False):
+                report = _with_sscd(report, args, decode)
             if hashes_out is not None:
                 written = _write_hash_shards(report, args, hashes_out, cache=cache, decode=decode)
     # Once each: the shards' hashing repeats the audit's (an unusable cache warns in both).
@@ -204,6 +208,30 @@ def _run_audit(
     if hashes_out is not None:
         log.info("wrote %d hash shard file(s) to %s", len(written), hashes_out)
     return report
+
+
+def _require_sscd() -> None:
+    """``--sscd``: refuse before any hashing when the model cannot run here."""
+    try:
+        from leakaudit.adapters.sscd import (  # type: ignore[import-not-found, unused-ignore]
+            require_sscd,
+        )
+
+        require_sscd()
+    except ImportError as error:
+        raise UsageError(f"--sscd: {error}") from None
+
+
+def _with_sscd(report: LeakageReport, args: argparse.Namespace, decode: Any) -> LeakageReport:
+    """``--sscd``: the SSCD links among tiny images joined into the report (imported only
+    here: the core never imports the adapter or onnxruntime)."""
+    from leakaudit.adapters.sscd import (  # type: ignore[import-not-found, unused-ignore]
+        with_sscd,
+    )
+
+    log.info("SSCD: embedding the tiny images (leakaudit.adapters.sscd)")
+    linked: LeakageReport = with_sscd(report, workers=args.workers or 2, decode=decode)
+    return linked
 
 
 def _write_hash_shards(
