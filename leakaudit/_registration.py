@@ -63,6 +63,7 @@ __all__ = [
     "nearest_in_other_groups",
     "register_pairs",
     "registered_overlap",
+    "registered_overlaps",
     "registered_pairs",
     "spectrum_descriptors",
     "tiny_thumbnails",
@@ -520,13 +521,20 @@ def registered_overlap(
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """``second`` (one square image) registered onto ``first``, and where it overlaps
     ``first``'s inner region (less :data:`_MARGIN` at each edge)."""
-    found = register_pairs(first[None], second[None])
-    (warped,), valid = _warped([second[None]], found.scale, found.shift)
-    aligned = np.asarray(warped[0], dtype=np.float32)
-    mask = valid[0].copy()
-    mask[:_MARGIN] = mask[-_MARGIN:] = False
+    aligned, masks = registered_overlaps(first[None], second[None])
+    return aligned[0], masks[0]
+
+
+def registered_overlaps(
+    first: NDArray[np.float32], second: NDArray[np.float32]
+) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+    """:func:`registered_overlap` of stacks ``(n, side, side)``, pair by pair, at once."""
+    found = register_pairs(first, second)
+    (warped,), valid = _warped([second], found.scale, found.shift)
+    mask = valid.copy()
     mask[:, :_MARGIN] = mask[:, -_MARGIN:] = False
-    return aligned, mask
+    mask[:, :, :_MARGIN] = mask[:, :, -_MARGIN:] = False
+    return np.asarray(warped, dtype=np.float32), mask
 
 
 def fine_detail(images: NDArray[Any]) -> NDArray[np.float32]:

@@ -117,6 +117,9 @@ class View:
         (:func:`distinct_pixel_count`).
     native_size : tuple of int
         The trimmed image's (width, height) in the file's own pixels ((0, 0) unknown).
+    self_turn_detail : float or None
+        Kept by the judge once measured: how well the image's fine detail agrees with
+        its own turns (negative: nothing finer than the grid; None: not measured).
     """
 
     rgba: Image.Image
@@ -136,6 +139,7 @@ class View:
     lossless: bool = False
     native: Image.Image | None = None
     native_size: tuple[int, int] = (0, 0)
+    self_turn_detail: float | None = None
 
 
 #: Alpha levels at or above which a soft edge is taken as opaque when the other image of
