@@ -117,7 +117,7 @@ def test_the_verifier_uses_the_one_numbering() -> None:
     for name in ("CROP", "ROTATION", "AS_IS", "CONTENT"):
         assert getattr(_verify_candidates, name) is EntryKind[name]
     assert _verify_candidates.PAIRED_KINDS.shape == (len(EntryKind), len(EntryKind))
-    assert [int(kind) for kind in EntryKind] == [0, 1, 2, 3, 4]  # stored values never change
+    assert [int(kind) for kind in EntryKind] == [0, 1, 2, 3, 4, 5]  # stored values never change
 
 
 def test_crop_entries_are_a_hashing_choice_the_audit_makes() -> None:
