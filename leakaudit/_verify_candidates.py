@@ -20,6 +20,7 @@ __all__ = [
     "CROP",
     "PAIRED_KINDS",
     "ROTATION",
+    "STRIP",
     "WHOLE",
     "candidate_pairs",
     "table_candidates",
@@ -31,11 +32,13 @@ CROP = EntryKind.CROP
 ROTATION = EntryKind.ROTATION
 AS_IS = EntryKind.AS_IS
 CONTENT = EntryKind.CONTENT
+STRIP = EntryKind.STRIP
 # Which kinds of entries pair up: turned whole images with each other; the image as it
 # is with crops and rotations; crops with rotations (a rotated copy's crop against the
 # original's rotation); the content inside a uniform background with another's content
-# or whole image (a padded or letterboxed graphic). Never crop with crop or rotation
-# with rotation.
+# or whole image (a padded or letterboxed graphic); a strip of a wide (or band of a
+# tall) image with the image as it is of a row that has strips too (a portrait copy is
+# tall enough to have bands). Never crop with crop or rotation with rotation.
 PAIRED_KINDS = np.zeros((len(EntryKind), len(EntryKind)), dtype=bool)
 for _x, _y in (
     (WHOLE, WHOLE),
@@ -44,6 +47,7 @@ for _x, _y in (
     (CROP, ROTATION),
     (CONTENT, CONTENT),
     (CONTENT, AS_IS),
+    (STRIP, AS_IS),
 ):
     PAIRED_KINDS[_x, _y] = PAIRED_KINDS[_y, _x] = True
 
@@ -62,7 +66,8 @@ def candidate_pairs(
 
     Entries pair turned whole images with each other (both hashes within
     ``threshold``), and the image as it is with crops and rotations, and crops
-    with rotations (a rotated copy's crop against the original's rotation):
+    with rotations (a rotated copy's crop against the original's rotation),
+    and strips with the image as it is of rows that have strips:
     pHash within ``crop_threshold`` and dHash within ``crop_dhash_threshold``
     (both default ``threshold``). Never crop with crop or rotation with
     rotation (they add false candidates and reach nothing the others miss).
@@ -99,11 +104,15 @@ def candidate_pairs(
     # Crops only ever meet as-is and rotation entries: searching between the sets, not
     # within their union, never makes the crop-with-crop pairs (most of them an image's
     # own crops), about 5x the work at 20k photos.
+    strips = of_kinds(STRIP)
     searches = itertools.chain(
         within(of_kinds(WHOLE), threshold),
         within(of_kinds(AS_IS, CONTENT), crop_threshold),
         between(of_kinds(AS_IS, ROTATION), of_kinds(CROP), crop_threshold),
         between(of_kinds(AS_IS), of_kinds(ROTATION), crop_threshold),
+        # Strips only meet the as-is entries of wide or tall rows (those with strips):
+        # none at all in a set of square images.
+        between(strips, _as_is_of_owners(owner, kinds, usable, strips), crop_threshold),
     )
     found: list[NDArray[np.int64]] = []
     dist: list[NDArray[np.int64]] = []
@@ -130,6 +139,18 @@ def candidate_pairs(
     first[1:] = np.any(pairs[1:] != pairs[:-1], axis=1)
     pairs, distance = pairs[first], distance[first]
     return pairs, np.where(distance >= 10_000, -1, distance)
+
+
+def _as_is_of_owners(
+    owner: NDArray[np.int64],
+    kinds: NDArray[np.int8],
+    usable: NDArray[np.bool_],
+    strips: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """The usable as-is entries of the rows that own some of the entries ``strips``."""
+    if not strips.size:
+        return strips
+    return np.flatnonzero(usable & (kinds == AS_IS) & np.isin(owner, np.unique(owner[strips])))
 
 
 def table_candidates(

@@ -12,13 +12,22 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._registration import MIN_DETAIL, fine_detail, registered_overlap, registered_overlaps
-from leakaudit._verify_candidates import AS_IS, CONTENT, CROP, PAIRED_KINDS, ROTATION, WHOLE
+from leakaudit._verify_candidates import (
+    AS_IS,
+    CONTENT,
+    CROP,
+    PAIRED_KINDS,
+    ROTATION,
+    STRIP,
+    WHOLE,
+)
 from leakaudit._verify_options import VerifyOptions
 from leakaudit._verify_view import CB, CR, GRID, LUMA, VIEW_SIDE, View, flattened, turned_grid
 from leakaudit.hashing import (
     CROP_BOXES,
     CROP_ROTATIONS,
     CROP_SCALES,
+    STRIP_ASPECT,
     popcount64,
     triangle_weights,
     turned_view,
@@ -532,6 +541,13 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
                 if best.accepted:
                     return best
     for kind_a, index_a, kind_b, index_b in _alignments(a, b):
+        if STRIP in (kind_a, kind_b):
+            verdict = _strip_verdict(a, b, 0 if kind_a == STRIP else 1, options)
+            if _rank(verdict) > _rank(best):
+                best = verdict
+                if best.accepted:
+                    break
+            continue
         grid_a, grid_b = _region(a, kind_a, index_a), _region(b, kind_b, index_b)
         # A region resampled from the 48 x 48 view is blurrier than the whole view:
         # twice the changed share is allowed there, unless the crop was refined.
@@ -554,6 +570,95 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
             if best.accepted:
                 break
     return best
+
+
+def _strip_verdict(a: View, b: View, side: int, options: VerifyOptions) -> PairVerdict:
+    """A strip alignment: one image (``side`` 0 for ``a``) a 9:16 strip of the other.
+
+    The wide (or tall) image's strip that best correlates in luma with the other
+    image is found along its whole length (at its own aspect, 48 pixels across),
+    compared on the grid like a refined crop, and, as a partial match, decided by
+    the fine detail of the two grey images (:func:`_detail_coverage`) with the
+    landscape cut to that strip: a strip is not linked where that cannot be measured.
+    """
+    wide, other = (a, b) if side == 0 else (b, a)
+    source = wide.strip_rgba
+    (wide_w, wide_h), (other_w, other_h) = wide.native_size, other.native_size
+    if source is None or (wide_w > wide_h) == (other_w > other_h):
+        return PairVerdict(False, "pixels", reason="strip: not a strip of the other's shape")
+    tall = source.height > source.width  # a band of a tall image: turned to a strip
+    pixels = np.asarray(source, dtype=np.float32)
+    target = other.grid
+    if tall:
+        pixels, target = pixels.transpose(1, 0, 2), target.transpose(1, 0, 2)
+    height, width = pixels.shape[:2]
+    strip_width = min(float(width), STRIP_ASPECT * height)
+    background = pair_background(a, b)
+    luma = (flattened(pixels, background) @ LUMA).reshape(height, width)
+    lines = triangle_weights(GRID, 0.0, float(height), height) @ luma
+    xs = np.arange(0.0, width - strip_width + 0.5, 0.5)
+    cols = np.stack([triangle_weights(GRID, x, x + strip_width, width) for x in xs])
+    regions = np.matmul(lines[None], cols.transpose(0, 2, 1)).reshape(len(xs), -1)
+    regions -= regions.mean(axis=1, keepdims=True)
+    regions /= np.maximum(np.linalg.norm(regions, axis=1, keepdims=True), 1e-6)
+    wanted = (flattened(target, background) @ LUMA).astype(np.float64)
+    wanted -= wanted.mean()
+    wanted /= max(float(np.linalg.norm(wanted)), 1e-6)
+    x0 = float(xs[int(np.argmax(regions @ wanted))])
+    box = (x0, 0.0, x0 + strip_width, float(height))
+    turned = source.transpose(Image.Transpose.TRANSPOSE) if tall else source
+    grid = np.asarray(
+        turned.resize((GRID, GRID), Image.Resampling.BILINEAR, box=box), dtype=np.float32
+    )
+    if tall:
+        grid = grid.transpose(1, 0, 2)
+    grids = (grid, b.grid) if side == 0 else (a.grid, grid)
+    verdict = _compare_grids(*grids, a, b, options, changed_factor=_REFINED_CHANGED_FACTOR)
+    verdict = dataclasses.replace(verdict, aligned="crop")
+    if not verdict.accepted:
+        return verdict
+    detail = _strip_detail(wide.strip_grey, other.grey, x0 / width, strip_width / width, tall)
+    if detail is not None and detail >= _MIN_DETAIL_COVERAGE:
+        return dataclasses.replace(verdict, detail=detail)
+    reason = "strip: too small for the fine-detail rule"
+    if detail is not None:
+        reason = f"coarse layout only: fine detail differs ({detail:.2f})"
+    return dataclasses.replace(
+        verdict,
+        accepted=False,
+        stage="pixels",
+        detail=math.nan if detail is None else detail,
+        reason=reason,
+    )
+
+
+def _strip_detail(
+    wide: NDArray[np.uint8], other: NDArray[np.uint8], start: float, size: float, tall: bool
+) -> float | None:
+    """The fine-detail rule of a strip match: ``wide``'s grey cut to the strip (``start``
+    and ``size`` shares of its long side) against ``other``'s grey (None: too small)."""
+    if wide.size == 0 or other.size == 0:
+        return None
+    if tall:
+        wide, other = wide.T, other.T
+    left = round(start * wide.shape[1])
+    cut = wide[:, left : left + max(1, round(size * wide.shape[1]))]
+    greys = [Image.fromarray(np.ascontiguousarray(g)) for g in (cut, other)]
+    side = min(min(g.size) for g in greys) // 4 * 4
+    if side < _STRIP_DETAIL_SIDE:
+        return None
+    pair = np.stack(
+        [np.asarray(g.resize((side, side), Image.Resampling.BILINEAR), np.float32) for g in greys]
+    )
+    return max(_detail_coverage(pair[0], pair[1]), _detail_coverage(pair[1], pair[0]))
+
+
+#: The smallest side at which a strip match's fine detail is compared (else it is not
+#: linked). Below :data:`_DETAIL_SIDE`: the verifier decodes a lossless picture reduced
+#: to about 96 pixels on its shorter side, where a 9:16 strip is 54 wide; 48 still holds
+#: 12-pixel blocks, finer than the 24 x 24 grid. Generated data only
+#: (tests/test_strip_entries.py, ``bench_quality.py --failures``); not varied.
+_STRIP_DETAIL_SIDE = 48
 
 
 def _whole_verdict(

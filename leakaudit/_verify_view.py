@@ -21,6 +21,8 @@ from leakaudit.hashing import (
     content_box,
     dihedral_orientations,
     image_digest,
+    strip_boxes,
+    strip_entries,
     turned_view,
     whole_and_crop_hashes,
     whole_hashes,
@@ -120,6 +122,13 @@ class View:
     self_turn_detail : float or None
         Kept by the judge once measured: how well the image's fine detail agrees with
         its own turns (negative: nothing finer than the grid; None: not measured).
+    strip_rgba : PIL.Image.Image or None
+        An image with strip entries (:func:`leakaudit.hashing.strip_boxes`: wide or
+        tall): the trimmed image at its own aspect, :data:`VIEW_SIDE` pixels on its
+        shorter side, where a strip match is found (None for other images).
+    strip_grey : numpy.ndarray of uint8
+        Such an image's grey, at most :data:`_GEOMETRY_SIDE` on its shorter side
+        (photos only; empty otherwise): the fine-detail rule of a strip match.
     """
 
     rgba: Image.Image
@@ -140,6 +149,8 @@ class View:
     native: Image.Image | None = None
     native_size: tuple[int, int] = (0, 0)
     self_turn_detail: float | None = None
+    strip_rgba: Image.Image | None = None
+    strip_grey: NDArray[np.uint8] = field(default_factory=lambda: np.zeros((0, 0), np.uint8))
 
 
 #: Alpha levels at or above which a soft edge is taken as opaque when the other image of
@@ -237,6 +248,7 @@ def load_view(
         if max(grey_image.size) > _GEOMETRY_SIDE:
             grey_image.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
         geometry_grey = np.asarray(grey_image, dtype=np.uint8)
+    strip_rgba, strip_grey = _strip_images(region, options, graphic)
     regions: dict[tuple[int, int], NDArray[np.float32]] = {}
     if content is not None:
         regions[(CONTENT, 0)] = np.asarray(
@@ -258,6 +270,8 @@ def load_view(
         lossless=lossless,
         native=region if max(region.size) <= VIEW_SIDE else None,
         native_size=native_size,
+        strip_rgba=strip_rgba,
+        strip_grey=strip_grey,
         border=_border_colour(np.asarray(rgba, dtype=np.float32)),
         full_grid=(
             None
@@ -267,16 +281,43 @@ def load_view(
     )
 
 
+def _strip_images(
+    region: Image.Image, options: DecodeOptions, graphic: bool
+) -> tuple[Image.Image | None, NDArray[np.uint8]]:
+    """:attr:`View.strip_rgba` and :attr:`View.strip_grey` of a trimmed region."""
+    no_grey = np.zeros((0, 0), dtype=np.uint8)
+    width, height = region.size
+    if not strip_boxes(width, height):
+        return None, no_grey
+    short = min(width, height)
+
+    def at_short_side(image: Image.Image, side: int) -> Image.Image:
+        scale = min(1.0, side / short)
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        return image if size == image.size else image.resize(size, Image.Resampling.BOX)
+
+    rgba = at_short_side(region, VIEW_SIDE)
+    if graphic:
+        return rgba, no_grey
+    grey = at_short_side(flatten_rgba(region, options.background), _GEOMETRY_SIDE)
+    return rgba, np.asarray(grey, dtype=np.uint8)
+
+
 def _entries_of(
     grey: NDArray[np.uint8], box: tuple[float, float, float, float]
 ) -> tuple[NDArray[np.uint64], NDArray[np.int8]]:
     """A view's entries hashed from its grey image: canonical whole, as is, content,
-    crops, rotations (for images given without the table's entries)."""
+    crops, rotations, strips (for images given without the table's entries)."""
     phash, dhash, ac, extra = whole_and_crop_hashes(grey, box)
     code = dihedral_orientations(ac)[0]
     whole = (phash, dhash) if code == 0 else whole_hashes(*turned_view(grey, box, code))[:2]
-    kinds = np.array([EntryKind.ORIENTATION, *EXTRA_KINDS], dtype=np.int8)
-    return np.array([whole, (phash, dhash), *extra], dtype=np.uint64), kinds
+    strip_phash, strip_dhash = strip_entries(grey, box)
+    kinds = np.array(
+        [EntryKind.ORIENTATION, *EXTRA_KINDS, *[EntryKind.STRIP] * len(strip_phash)],
+        dtype=np.int8,
+    )
+    strips = list(zip(strip_phash.tolist(), strip_dhash.tolist(), strict=True))
+    return np.array([whole, (phash, dhash), *extra, *strips], dtype=np.uint64), kinds
 
 
 def turned_grid(grid: NDArray[np.float32], code: int) -> NDArray[np.float32]:

@@ -139,7 +139,8 @@ __all__ = [
 
 #: Version of the hash values a file produces. Bump it whenever the hashes or the
 #: failure reasons of some file may change (see the module docstring).
-HASH_VERSION = 3  # 3: crop and rotation entries of small flat images from their pixels
+HASH_VERSION = 4  # 4: strip entries of wide and tall images (3: small flat images' crop
+# and rotation entries from their pixels)
 #: Version of the database layout; part of the file name, so two layouts never
 #: meet in one file. 2: one packed ``record`` per entry, and ``digest`` kept for
 #: any file whose bytes were digested (version 1 had one column per field, and a

@@ -49,8 +49,14 @@ def test_hashing_stores_each_entrys_kind() -> None:
     assert (per_row > N_EXTRA_ENTRIES).all()
     for row in range(len(IMAGES)):
         kinds = entries.kind[entries.owner == row].tolist()
-        orientations = len(kinds) - N_EXTRA_ENTRIES
-        assert kinds == [EntryKind.ORIENTATION] * orientations + list(EXTRA_KINDS)
+        strips = kinds.count(EntryKind.STRIP)  # 4:3 images have strip entries last
+        orientations = len(kinds) - N_EXTRA_ENTRIES - strips
+        assert (
+            kinds
+            == [EntryKind.ORIENTATION] * orientations
+            + list(EXTRA_KINDS)
+            + [EntryKind.STRIP] * strips
+        )
     # The stored kinds are the layout the old inference reads (cache, shards).
     assert np.array_equal(entries.kind, entry_kinds(entries.owner))
     # One image at a time: the same kinds.
@@ -117,7 +123,7 @@ def test_the_verifier_uses_the_one_numbering() -> None:
     for name in ("CROP", "ROTATION", "AS_IS", "CONTENT"):
         assert getattr(_verify_candidates, name) is EntryKind[name]
     assert _verify_candidates.PAIRED_KINDS.shape == (len(EntryKind), len(EntryKind))
-    assert [int(kind) for kind in EntryKind] == [0, 1, 2, 3, 4]  # stored values never change
+    assert [int(kind) for kind in EntryKind] == [0, 1, 2, 3, 4, 5]  # stored values never change
 
 
 def test_crop_entries_are_a_hashing_choice_the_audit_makes() -> None:

@@ -58,6 +58,8 @@ from leakaudit.hashing._entries import (
     _uses_pixel_entries,
     content_box,
     dihedral_orientations,
+    entry_kinds,
+    strip_entries,
 )
 from leakaudit.hashing._maths import (
     _AC_SCALE,
@@ -110,7 +112,8 @@ def _hash_reduced(
     """pHash, dHash, low-information flag and (with ``dihedral``) the entries.
 
     The entries are the orientation entries, then (with ``crop_entries``) the
-    :data:`N_EXTRA_ENTRIES` as-is, crop and rotation entries.
+    :data:`N_EXTRA_ENTRIES` as-is, crop and rotation entries and the strip
+    entries of a wide or tall image (:func:`strip_entries`).
     """
     pixels, box = reduced
     thumb, strip = _thumbnails(pixels, box)
@@ -127,6 +130,8 @@ def _hash_reduced(
             _content_entry(pixels, box, (phash, dhash)),
             *_crop_entries_of_image(pixels, box, thumb),
         ]
+        strip_phash, strip_dhash = strip_entries(pixels, box)
+        entries += list(zip(strip_phash.tolist(), strip_dhash.tolist(), strict=True))
     return phash, dhash, low_information, entries
 
 
@@ -577,6 +582,10 @@ def _hash_reduced_batch(
         )[:2]
     counts = np.array([len(row_codes) for row_codes in codes], dtype=np.int64)
     per_row = counts + (N_EXTRA_ENTRIES if crop_entries else 0)
+    strips: list[tuple[NDArray[np.uint64], NDArray[np.uint64]]] = []
+    if crop_entries:
+        strips = [strip_entries(*reduced[row]) for row in linked.tolist()]
+        per_row += np.array([len(p) for p, _ in strips], dtype=np.int64)
     starts = np.cumsum(per_row) - per_row
     entries = np.empty((int(per_row.sum()), 4), dtype=np.uint64)
     entries[:, 0] = np.repeat(linked, per_row)
@@ -623,6 +632,11 @@ def _hash_reduced_batch(
         entries[columns, 2] = crop_dhash
         extra = base[:, None] + np.arange(N_EXTRA_ENTRIES)
         entries[extra, 3] = np.asarray(EXTRA_KINDS, dtype=np.uint64)
+        for k, (strip_phash, strip_dhash) in enumerate(strips):
+            if len(strip_phash):
+                at = int(base[k]) + N_EXTRA_ENTRIES + np.arange(len(strip_phash))
+                entries[at, 1], entries[at, 2] = strip_phash, strip_dhash
+                entries[at, 3] = EntryKind.STRIP
     return phash, dhash, low_information, entries
 
 
@@ -683,8 +697,7 @@ def hash_image(
         digest = bytes_digest(data) if low_information else 0
     if note:
         warnings.warn(note, ImageDecodeWarning, stacklevel=2)
-    extra = EXTRA_KINDS if crop and entries else ()
-    kinds = (EntryKind.ORIENTATION,) * (len(entries) - len(extra)) + extra
+    kinds = entry_kinds(np.zeros(len(entries), dtype=np.int64)).tolist()
     return ImageHashes(
         phash, dhash, low_information, digest, tuple(entries), tuple(int(k) for k in kinds)
     )

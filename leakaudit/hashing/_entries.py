@@ -45,6 +45,9 @@ class EntryKind(IntEnum):
     * ``AS_IS`` (3): the whole image as it is (not turned);
     * ``CONTENT`` (4): its content inside a uniform background (:func:`content_box`),
       or the whole image's hashes again when it has none.
+    * ``STRIP`` (5): a full-height portrait strip of a wide image, or a full-width
+      landscape band of a tall one, of :func:`strip_boxes` (a 9:16 part of a 16:9
+      picture); a row's last entries, a multiple of :data:`STRIP_GROUP` of them.
 
     **Which box or rotation.** Entries of one kind are stored in their table's
     order, each row's after one another (other kinds may lie between them): the
@@ -65,6 +68,7 @@ class EntryKind(IntEnum):
     ROTATION = 2
     AS_IS = 3
     CONTENT = 4
+    STRIP = 5
 
 
 __all__ = [
@@ -73,13 +77,18 @@ __all__ = [
     "CROP_SCALES",
     "EXTRA_KINDS",
     "MAX_ORIENTATIONS",
+    "MAX_STRIP_ENTRIES",
     "N_CROP_ENTRIES",
     "N_EXTRA_ENTRIES",
     "N_ROTATION_ENTRIES",
+    "STRIP_ASPECT",
+    "STRIP_GROUP",
     "EntryKind",
     "content_box",
     "dihedral_orientations",
     "entry_kinds",
+    "strip_boxes",
+    "strip_entries",
     "triangle_weights",
     "turned_view",
     "whole_and_crop_hashes",
@@ -478,6 +487,83 @@ def _pixel_entries(
     )
 
 
+# ------------------------------------------------------------------ strip entries
+
+#: Images at least this much wider than tall (or taller than wide) get strip entries:
+#: 4:3 (1.33, most camera photos), 3:2, 16:10, 16:9 and panoramas do; 5:4 and squarer
+#: pictures (and CIFAR's squares, which pay nothing) do not. Measured on the generated
+#: closure (``bench_closure.py --quick``, 9:16 windows of landscape photo bases, 13 of
+#: them 4:3): 1.4 found 1 of 15 (the 16:9 bases only), 1.3 found 12 of 15, with 1.2%
+#: more candidates and the same 121 false links (precision 97.70 -> 97.73%).
+#: The portrait copy is itself at least this tall, so it has (band) strip entries too,
+#: which is how the search tells the rows to compare strips with (STRIP's docstring).
+STRIP_MIN_ASPECT = 1.3
+#: A strip's shorter side over its longer: 9:16, the portrait format of phone screens
+#: and short videos (the failure class of issue 24 point 3).
+STRIP_ASPECT = 9.0 / 16.0
+#: Most spacing between neighbouring strips, as a share of a strip's width. Measured on
+#: the 17 real photos of ``benchmarks/photos.py`` (16:9 at 1024 x 576, a 9:16 strip
+#: resized to 360 x 640, JPEG 85): the strip's hashes against an entry shifted by 2% of
+#: its width are within the crop thresholds (pHash 8, dHash 10) for 15 of 17, by 4% for
+#: 7 of 17, by 6% for none; so an entry every 4% keeps every strip within 2% of one.
+STRIP_STEP = 0.04
+#: Strip entries come in multiples of this (:data:`MAX_ORIENTATIONS`), so a row's
+#: layout still tells its kinds without storing them (:func:`entry_kinds`).
+STRIP_GROUP = 8
+#: At most this many strip entries per image (an aspect of about 5:1 at
+#: :data:`STRIP_STEP`; wider panoramas get their strips spaced further apart).
+MAX_STRIP_ENTRIES = 128
+
+
+def strip_boxes(width: float, height: float) -> list[_FracBox]:
+    """The strip entries' regions of a ``width`` x ``height`` image, as fractions of it.
+
+    A wide image (aspect at least :data:`STRIP_MIN_ASPECT`) gets full-height
+    strips of :data:`STRIP_ASPECT`, a tall one full-width bands of that aspect
+    turned, spread evenly from one edge to the other at most :data:`STRIP_STEP`
+    of a strip apart; their number is a multiple of :data:`STRIP_GROUP` (at most
+    :data:`MAX_STRIP_ENTRIES`). None for other images.
+
+    Examples
+    --------
+    >>> len(strip_boxes(1024, 576)), strip_boxes(1024, 576)[0]
+    (56, (0.0, 0.0, 0.31640625, 1.0))
+    >>> strip_boxes(100, 100), len(strip_boxes(576, 1024))
+    ([], 56)
+    """
+    if min(width, height) <= 0:
+        return []
+    tall = height > width
+    long_side, short_side = (height, width) if tall else (width, height)
+    if long_side < STRIP_MIN_ASPECT * short_side:
+        return []
+    size = STRIP_ASPECT * short_side / long_side  # a strip's share of the long side
+    positions = math.ceil((1.0 - size) / (STRIP_STEP * size)) + 1
+    count = min(MAX_STRIP_ENTRIES, math.ceil(positions / STRIP_GROUP) * STRIP_GROUP)
+    starts = np.linspace(0.0, 1.0 - size, count).tolist()
+    if tall:
+        return [(0.0, start, 1.0, start + size) for start in starts]
+    return [(start, 0.0, start + size, 1.0) for start in starts]
+
+
+def strip_entries(
+    pixels: NDArray[np.uint8], box: Box | None = None
+) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """pHash and dHash of each strip of :func:`strip_boxes` of the region ``box``.
+
+    Resampled from the pixels (Pillow's Lanczos, as :func:`_pixel_box_entries`),
+    as a strip cut out and resized would be hashed whole; empty for an image
+    that is neither wide nor tall enough.
+    """
+    height, width = pixels.shape
+    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
+    boxes = strip_boxes(right - left, bottom - top)
+    if not boxes:
+        empty = np.zeros(0, dtype=np.uint64)
+        return empty, empty.copy()
+    return _pixel_box_entries(np.ascontiguousarray(pixels), box, tuple(boxes))
+
+
 def _crop_entries_of_image(
     pixels: NDArray[np.uint8], box: Box | None, thumb: NDArray[np.float64]
 ) -> list[tuple[int, int]]:
@@ -630,7 +716,8 @@ def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
     entry columns, ``OrientationHashes`` built without ``kind``), in the layout
     hashing writes: a row's orientation entries (1 to :data:`MAX_ORIENTATIONS`),
     then, when it was hashed with crop entries, its :data:`N_EXTRA_ENTRIES`
-    entries of :data:`EXTRA_KINDS` (it then has more than 8 entries). Entries
+    entries of :data:`EXTRA_KINDS` (it then has more than 8 entries), then its
+    strip entries, if any (a multiple of :data:`STRIP_GROUP`). Entries
     hashing makes carry their kinds (``OrientationHashes.kind``): read those.
 
     Examples
@@ -647,9 +734,19 @@ def entry_kinds(owner: NDArray[np.int64]) -> NDArray[np.int8]:
     counts = np.diff(np.r_[-1, last])
     stop = np.repeat(last, counts)
     from_end = stop - np.arange(len(owner))
-    extra = np.repeat(counts > MAX_ORIENTATIONS, counts) & (from_end < N_EXTRA_ENTRIES)
-    layout = np.asarray(EXTRA_KINDS[::-1], dtype=np.int8)  # by distance from the row's end
-    kinds[extra] = layout[from_end[extra]]
+    # A row with crop entries: 1-8 orientations, the extra entries, then a multiple of
+    # STRIP_GROUP strips (so the orientations' count is the rest modulo the group).
+    with_extra = counts > MAX_ORIENTATIONS
+    strips = np.where(
+        with_extra, counts - N_EXTRA_ENTRIES - ((counts - N_EXTRA_ENTRIES - 1) % STRIP_GROUP + 1), 0
+    )
+    strips_each = np.repeat(strips, counts)
+    is_strip = from_end < strips_each
+    kinds[is_strip] = EntryKind.STRIP
+    before = from_end - strips_each  # distance from the extra entries' end
+    extra = np.repeat(with_extra, counts) & ~is_strip & (before < N_EXTRA_ENTRIES)
+    layout = np.asarray(EXTRA_KINDS[::-1], dtype=np.int8)  # by distance from their end
+    kinds[extra] = layout[before[extra]]
     return kinds
 
 

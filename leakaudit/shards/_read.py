@@ -15,7 +15,13 @@ from numpy.typing import NDArray
 
 from leakaudit._text import printable
 from leakaudit.frames import hash_values_from_frame
-from leakaudit.hashing import MAX_ORIENTATIONS, N_EXTRA_ENTRIES, HashTable, OrientationHashes
+from leakaudit.hashing import (
+    MAX_ORIENTATIONS,
+    MAX_STRIP_ENTRIES,
+    N_EXTRA_ENTRIES,
+    HashTable,
+    OrientationHashes,
+)
 from leakaudit.shards._schema import (
     _ORIENTATION_COLUMNS,
     OPTIONAL_SHARD_COLUMNS,
@@ -146,9 +152,11 @@ def _entries(
     values = np.ascontiguousarray(flat.to_numpy(zero_copy_only=False)).view(np.uint64).copy()
     # An empty or null list is no entries (the row then matches on its own hashes, see
     # _combine); any other length must be one hashing writes: 1-8 orientations, then
-    # with crop entries the N_EXTRA_ENTRIES after them.
+    # with crop entries the N_EXTRA_ENTRIES after them, and then any strip entries (a
+    # multiple of STRIP_GROUP, which entry_kinds reads off the count).
     allowed = ((counts >= 1) & (counts <= MAX_ORIENTATIONS)) | (
-        (counts > N_EXTRA_ENTRIES) & (counts <= N_EXTRA_ENTRIES + MAX_ORIENTATIONS)
+        (counts > N_EXTRA_ENTRIES)
+        & (counts <= N_EXTRA_ENTRIES + MAX_ORIENTATIONS + MAX_STRIP_ENTRIES)
     )
     bad = np.flatnonzero((counts != 0) & ~allowed)
     if bad.size:
@@ -156,7 +164,8 @@ def _entries(
         raise ValueError(
             f"{label}: column {name!r} row {row} (id {ids[row]!r}) has {counts[row]} entries; "
             f"a row has none, 1 to {MAX_ORIENTATIONS} (orientations), or those and "
-            f"{N_EXTRA_ENTRIES} crop and rotation entries."
+            f"{N_EXTRA_ENTRIES} crop and rotation entries (and up to {MAX_STRIP_ENTRIES} "
+            "strip entries)."
         )
     return counts, values
 
