@@ -364,3 +364,25 @@ def test_byte_identical_blank_copies_leak_and_are_flagged_low_information(tmp_pa
     assert bool(group["low_information"]) is True
     assert group["n_members"] == 2
     assert "LOW-INFORMATION" in report.to_text()
+
+
+@pytest.mark.parametrize("shape", [(1, 20_000), (3, 4_000), (20_000, 1)])
+def test_a_line_of_pixels_is_hashed_in_bounded_memory(shape: tuple[int, int]) -> None:
+    # Strip entries of a wide image are cut from a canvas proportional to its aspect:
+    # a 1 x 20,000 PNG once took a 2.8 GB canvas. Past 8:1 an image has no strips.
+    import tracemalloc
+
+    from leakaudit.hashing import EntryKind, hash_sources
+
+    pixels = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "PNG")
+    tracemalloc.start()
+    try:
+        table = hash_sources([buffer.getvalue()], dihedral=True, crop_entries=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert table.valid.all()
+    assert peak < 200 * 2**20
+    assert not np.any(table.orientations.kind == EntryKind.STRIP)

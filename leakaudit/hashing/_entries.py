@@ -83,6 +83,7 @@ __all__ = [
     "N_ROTATION_ENTRIES",
     "STRIP_ASPECT",
     "STRIP_GROUP",
+    "STRIP_MAX_ASPECT",
     "EntryKind",
     "content_box",
     "dihedral_orientations",
@@ -498,6 +499,11 @@ def _pixel_entries(
 #: The portrait copy is itself at least this tall, so it has (band) strip entries too,
 #: which is how the search tells the rows to compare strips with (STRIP's docstring).
 STRIP_MIN_ASPECT = 1.3
+#: Nor do images more than this much wider than tall (or taller than wide): at 8:1 the
+#: :data:`MAX_STRIP_ENTRIES` strips lie 10% of a strip apart (the hashes tolerate 2-4%), so
+#: a strip of a longer panorama is rarely proposed anyway, and a line of pixels (a 1 x
+#: 20,000 PNG) would need a canvas of millions of pixels (2.8 GB, found by attack).
+STRIP_MAX_ASPECT = 8.0
 #: A strip's shorter side over its longer: 9:16, the portrait format of phone screens
 #: and short videos (the failure class of issue 24 point 3).
 STRIP_ASPECT = 9.0 / 16.0
@@ -535,7 +541,7 @@ def strip_boxes(width: float, height: float) -> list[_FracBox]:
         return []
     tall = height > width
     long_side, short_side = (height, width) if tall else (width, height)
-    if long_side < STRIP_MIN_ASPECT * short_side:
+    if not STRIP_MIN_ASPECT * short_side <= long_side <= STRIP_MAX_ASPECT * short_side:
         return []
     size = STRIP_ASPECT * short_side / long_side  # a strip's share of the long side
     positions = math.ceil((1.0 - size) / (STRIP_STEP * size)) + 1
