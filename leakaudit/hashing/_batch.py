@@ -55,6 +55,8 @@ from leakaudit.hashing._entries import (
     _packed_rows,
     _pixel_entries,
     _stack_entries_from_rows,
+    _strip_plan,
+    _strip_resamplers,
     _uses_pixel_entries,
     content_box,
     dihedral_orientations,
@@ -201,12 +203,16 @@ def _bands(
 
 
 def _row_pass(
-    planes: NDArray[np.float64], out_size: int, span: tuple[float, float] | None
+    planes: NDArray[np.float64],
+    out_size: int,
+    span: tuple[float, float] | None,
+    rounded: bool = True,
 ) -> NDArray[np.float64]:
     """The horizontal Lanczos pass of ``(height, m, width)`` planes, rounded as Pillow's.
 
     Each row of each image is one line of the ``(height * m, width)`` matrix; its
-    block products write the output columns they make.
+    block products write the output columns they make. ``rounded=False`` leaves
+    the exact products (multiples of 2**-22) as they are.
     """
     height, m, width = planes.shape
     bands = _bands(width, out_size, span)
@@ -221,17 +227,20 @@ def _row_pass(
             np.matmul(
                 lines[row : row + step, low:high], weights, out=out[row : row + step, first:stop]
             )
-    return _round_clip(out).reshape(height, m, out_size)
+    return (_round_clip(out) if rounded else out).reshape(height, m, out_size)
 
 
 def _column_pass(
-    planes: NDArray[np.float64], out_size: int, span: tuple[float, float] | None
+    planes: NDArray[np.float64],
+    out_size: int,
+    span: tuple[float, float] | None,
+    rounded: bool = True,
 ) -> NDArray[np.float64]:
     """The vertical Lanczos pass of ``(height, m, width)`` planes, rounded as Pillow's.
 
     The planes are a ``(height, m * width)`` matrix whose columns are the
     images' columns side by side: one left product per block, on the rows
-    (input lines) it reads, no transposition.
+    (input lines) it reads, no transposition. ``rounded`` as :func:`_row_pass`.
     """
     height, m, width = planes.shape
     bands = _bands(height, out_size, span)
@@ -247,7 +256,7 @@ def _column_pass(
                 columns[low:high, column : column + step],
                 out=out[first:stop, column : column + step],
             )
-    return _round_clip(out).reshape(out_size, m, width)
+    return (_round_clip(out) if rounded else out).reshape(out_size, m, width)
 
 
 def _planes_resample(
@@ -508,6 +517,193 @@ def _fast_crop_products() -> bool:
     return all(np.array_equal(a, b) for a, b in zip(fast, reference, strict=True))
 
 
+# ------------------------------------------------------------------ strip entries
+#
+# strip_entries for many images: those of one shape and box share the canvas size and
+# the strips' windows. Their canvases are Pillow's resize reproduced on the stack
+# (_planes_resample, exact), the pass along the strips one product for all of them.
+# The pass across the strips (a window of 64 canvas lines resampled to 32, or to the
+# dHash strip's 9 or 8) is exact too: the canvas is integers, both passes' weights are
+# multiples of 2**-22 whose absolute values sum to at most 1.41 per output, so every
+# partial sum is a multiple of 2**-44 below 255 * 1.37 * 1.41 < 2**9 and float64 holds
+# it exactly, in any order (test_strip_passes_are_exact). strip_entries' per-window
+# product therefore equals any arrangement of the same sums: here the 64 -> 32 pass,
+# whose inner outputs all have the same 12 weights two lines apart, is one correlation
+# of each canvas line with those weights (shared by every strip; the strips overlap
+# by 97%), read at each strip's outputs; the few outputs near a window's edges are
+# their own small products. The DCT that follows is not exact: it is np.matmul over
+# the stack of thumbnails, one BLAS call per thumbnail with strip_entries' shapes and
+# strides, the same floats.
+
+#: Strips hashed in one go (bounded working set: 8 KiB of thumbnail per strip).
+_STRIP_STACK = 512
+#: Columns per block of the banded products across the strips (:func:`_banded_blocks`).
+_STRIP_BLOCK = 16
+
+_Blocks: TypeAlias = "tuple[tuple[int, int, int, int, NDArray[np.float64]], ...]"
+
+
+def _banded_blocks(matrix: NDArray[np.float64], block: int) -> _Blocks:
+    """``(first column, stop, first row, stop, weights)`` blocks of a banded ``matrix``.
+
+    Each block's columns read only the rows between its first and last nonzero
+    weight (zeros inside that range are multiplied, exactly).
+    """
+    blocks = []
+    for first in range(0, matrix.shape[1], block):
+        stop = min(matrix.shape[1], first + block)
+        used = np.flatnonzero(matrix[:, first:stop].any(axis=1))
+        low, high = (int(used[0]), int(used[-1]) + 1) if used.size else (0, 1)
+        weights = np.ascontiguousarray(matrix[low:high, first:stop])
+        weights.flags.writeable = False
+        blocks.append((first, stop, low, high, weights))
+    return tuple(blocks)
+
+
+def _banded_product(lines: NDArray[np.float64], blocks: _Blocks) -> NDArray[np.float64]:
+    """``lines`` times the matrix of :func:`_banded_blocks`, in single-threaded products."""
+    out = np.empty((len(lines), blocks[-1][1]), dtype=np.float64)
+    for first, stop, low, high, weights in blocks:
+        step = max(1, _SERIAL_GEMM_SIZE // ((high - low) * (stop - first)))
+        for row in range(0, len(lines), step):
+            np.matmul(
+                lines[row : row + step, low:high], weights, out=out[row : row + step, first:stop]
+            )
+    return out
+
+
+@lru_cache(maxsize=64)
+def _strip_window_products(
+    length: int, at: tuple[int, ...], tall: bool
+) -> tuple[_Blocks, NDArray[np.intp], _Blocks]:
+    """The passes across the strips starting at ``at`` of canvas lines of ``length``.
+
+    Returns the blocks of the pHash pass's matrix (a line times it gives its
+    correlation with the weights most outputs share, at every position, then the
+    other outputs at every strip), where each strip's ``(32, 32)`` thumbnail lies
+    in the product of an image's 32 lines, flattened; and the blocks of the dHash
+    pass's matrix (a line times it gives every strip's outputs, strip-major).
+    """
+    cols, cols_d = _strip_resamplers(tall)[1], _strip_resamplers(tall)[3]
+    across = cols.shape[0]
+    k = len(at)
+    spans = []
+    for out in range(cols.shape[1]):
+        used = np.flatnonzero(cols[:, out])
+        spans.append((out, int(used[0]), cols[used[0] : used[-1] + 1, out]))
+    keys = [taps.tobytes() for _, _, taps in spans]
+    common = max(set(keys), key=keys.count)
+    shared = np.frombuffer(common, dtype=np.float64)
+    positions = length - len(shared) + 1
+    others = [span for span, key in zip(spans, keys, strict=True) if key != common]
+    width = positions + k * len(others)
+    matrix = np.zeros((length, width), dtype=np.float64)
+    for position in range(positions):
+        matrix[position : position + len(shared), position] = shared
+    where = np.empty((k, cols.shape[1]), dtype=np.intp)  # column of strip s's output j
+    for out, first, _ in spans:
+        if keys[out] == common:
+            where[:, out] = np.asarray(at) + first
+    for e, (out, first, taps) in enumerate(others):
+        for s, start in enumerate(at):
+            column = positions + e * k + s
+            matrix[start + first : start + first + len(taps), column] = taps
+            where[s, out] = column
+    index = np.arange(_PHASH_SIZE)[None, :, None] * width + where[:, None, :]  # (k, 32, 32)
+    matrix_d = np.zeros((length, k * cols_d.shape[1]), dtype=np.float64)
+    for s, start in enumerate(at):
+        matrix_d[start : start + across, s * cols_d.shape[1] : (s + 1) * cols_d.shape[1]] = cols_d
+    return (
+        _banded_blocks(matrix, _STRIP_BLOCK),
+        index.ravel(),
+        _banded_blocks(matrix_d, _STRIP_BLOCK),
+    )
+
+
+def _strip_canvases(
+    stack: NDArray[np.uint8], size: tuple[int, int], region: Box
+) -> NDArray[np.float64]:
+    """strip_entries' canvases of a ``(m, height, width)`` stack, as ``(height, m, width)``."""
+    m, height, width = stack.shape
+    order = _pillow_pass_order()
+    if order is None:  # Pillow itself, as strip_entries
+        canvases = [
+            np.asarray(
+                Image.fromarray(np.ascontiguousarray(pixels)).resize(
+                    size, Image.Resampling.LANCZOS, box=region
+                ),
+                dtype=np.float64,
+            )
+            for pixels in stack
+        ]
+        return np.stack(canvases, axis=1)
+    planes = np.empty((height, m, width), dtype=np.float64)
+    planes[...] = stack.transpose(1, 0, 2)
+    vertical = order == "rule" and _vertical_first(width, height, size)
+    return _planes_resample(planes, size, vertical, region)
+
+
+def _strip_bands(
+    stack: NDArray[np.uint8], tall: bool, size: tuple[int, int], region: Box, at: NDArray[np.intp]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """strip_entries' rounded thumbnails ``(m * k, 32, 32)`` and dHash strips of a stack.
+
+    As strip_entries makes them before the DCT: a tall image's are transposed
+    views (its bands were resampled as columns).
+    """
+    m, k = len(stack), len(at)
+    rows_d = _strip_resamplers(tall)[2]
+    planes = _strip_canvases(stack, size, region)
+    # The pass along the strips (unrounded, exact), as (m, outputs, canvas_long) lines.
+    if tall:  # planes (canvas_long, m, along)
+        shared = _row_pass(planes, _PHASH_SIZE, None, rounded=False).transpose(1, 2, 0)
+        shared_d = _row_pass(planes, len(rows_d), None, rounded=False).transpose(1, 2, 0)
+    else:  # planes (along, m, canvas_long)
+        shared = _column_pass(planes, _PHASH_SIZE, None, rounded=False).transpose(1, 0, 2)
+        shared_d = _column_pass(planes, len(rows_d), None, rounded=False).transpose(1, 0, 2)
+    length = shared.shape[2]
+    blocks, index, blocks_d = _strip_window_products(length, tuple(at.tolist()), tall)
+    lines = np.ascontiguousarray(shared).reshape(m * _PHASH_SIZE, length)
+    thumbs = np.take(_banded_product(lines, blocks).reshape(m, -1), index, axis=1)
+    thumbs = thumbs.reshape(m * k, _PHASH_SIZE, _PHASH_SIZE)
+    lines_d = np.ascontiguousarray(shared_d).reshape(m * len(rows_d), length)
+    strips = _banded_product(lines_d, blocks_d).reshape(m, len(rows_d), k, -1)
+    strips = np.ascontiguousarray(strips.transpose(0, 2, 1, 3)).reshape(m * k, len(rows_d), -1)
+    for values in (thumbs, strips):
+        np.rint(values, out=values)
+        np.clip(values, 0.0, 255.0, out=values)
+    if tall:
+        return thumbs.transpose(0, 2, 1), strips.transpose(0, 2, 1)
+    return thumbs, strips
+
+
+def _stack_strip_entries(
+    views: Sequence[tuple[NDArray[np.uint8], Box | None]],
+) -> list[tuple[NDArray[np.uint64], NDArray[np.uint64]]]:
+    """:func:`strip_entries` of every view, the views of one shape and box together."""
+    empty = np.zeros(0, dtype=np.uint64)
+    found = [(empty, empty)] * len(views)
+    groups: dict[tuple[tuple[int, ...], Box | None], list[int]] = {}
+    for index, (pixels, box) in enumerate(views):
+        groups.setdefault((pixels.shape, box), []).append(index)
+    for (shape, box), members in groups.items():
+        plan = _strip_plan(shape, box)
+        if plan is None:
+            continue
+        tall, size, region, at = plan
+        step = max(1, _STRIP_STACK // len(at))
+        for start in range(0, len(members), step):
+            part = members[start : start + step]
+            stack = np.stack([views[i][0] for i in part])
+            thumbs, strips = _strip_bands(stack, tall, size, region, at)
+            low = np.matmul(np.matmul(_DCT_LOW, thumbs), _DCT_LOW.T)
+            phash, dhash = _stack_entries_from_rows(low, strips)
+            k = len(at)
+            for j, index in enumerate(part):
+                found[index] = (phash[j * k : (j + 1) * k], dhash[j * k : (j + 1) * k])
+    return found
+
+
 def _content_boxes(views: Sequence[tuple[NDArray[np.uint8], Box | None]]) -> list[Box | None]:
     """:func:`content_box` of every view.
 
@@ -584,7 +780,7 @@ def _hash_reduced_batch(
     per_row = counts + (N_EXTRA_ENTRIES if crop_entries else 0)
     strips: list[tuple[NDArray[np.uint64], NDArray[np.uint64]]] = []
     if crop_entries:
-        strips = [strip_entries(*reduced[row]) for row in linked.tolist()]
+        strips = _stack_strip_entries([reduced[row] for row in linked.tolist()])
         per_row += np.array([len(p) for p, _ in strips], dtype=np.int64)
     starts = np.cumsum(per_row) - per_row
     entries = np.empty((int(per_row.sum()), 4), dtype=np.uint64)
