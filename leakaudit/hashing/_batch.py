@@ -572,23 +572,34 @@ def _banded_product(lines: NDArray[np.float64], blocks: _Blocks) -> NDArray[np.f
     return out
 
 
+def _sorted_columns(matrix: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """The columns of a banded ``matrix`` by their first nonzero row, and where each went."""
+    order = np.argsort((matrix != 0).argmax(axis=0), kind="stable")
+    moved = np.empty_like(order)
+    moved[order] = np.arange(len(order))
+    return np.ascontiguousarray(matrix[:, order]), moved
+
+
 @lru_cache(maxsize=64)
 def _strip_window_products(
     length: int, at: tuple[int, ...], tall: bool
-) -> tuple[_Blocks, NDArray[np.intp], _Blocks]:
+) -> tuple[_Blocks, NDArray[np.intp], _Blocks, NDArray[np.intp]]:
     """The passes across the strips starting at ``at`` of canvas lines of ``length``.
 
-    Returns the blocks of the pHash pass's matrix (a line times it gives its
-    correlation with the weights most outputs share, at every position, then the
-    other outputs at every strip), where each strip's ``(32, 32)`` thumbnail lies
-    in the product of an image's 32 lines, flattened; and the blocks of the dHash
-    pass's matrix (a line times it gives every strip's outputs, strip-major).
+    For the pHash thumbnails and then the dHash strips: the blocks of a banded
+    matrix that an image's lines (32, or the dHash strip's rows) are multiplied
+    by, and where each strip's values lie in the product, flattened:
+    ``(k, rows, columns)`` indices. The pHash matrix correlates a line with the
+    weights most outputs share, at every position (every strip's inner outputs
+    are some of those), then has a column for each other output of each strip;
+    the dHash matrix a column for each output of each strip. Columns are sorted
+    by their first row, so that a block of them reads few lines.
     """
     cols, cols_d = _strip_resamplers(tall)[1], _strip_resamplers(tall)[3]
-    across = cols.shape[0]
+    across, outputs = cols.shape
     k = len(at)
     spans = []
-    for out in range(cols.shape[1]):
+    for out in range(outputs):
         used = np.flatnonzero(cols[:, out])
         spans.append((out, int(used[0]), cols[used[0] : used[-1] + 1, out]))
     keys = [taps.tobytes() for _, _, taps in spans]
@@ -596,11 +607,10 @@ def _strip_window_products(
     shared = np.frombuffer(common, dtype=np.float64)
     positions = length - len(shared) + 1
     others = [span for span, key in zip(spans, keys, strict=True) if key != common]
-    width = positions + k * len(others)
-    matrix = np.zeros((length, width), dtype=np.float64)
+    matrix = np.zeros((length, positions + k * len(others)), dtype=np.float64)
     for position in range(positions):
         matrix[position : position + len(shared), position] = shared
-    where = np.empty((k, cols.shape[1]), dtype=np.intp)  # column of strip s's output j
+    where = np.empty((k, outputs), dtype=np.intp)  # column of strip s's output j
     for out, first, _ in spans:
         if keys[out] == common:
             where[:, out] = np.asarray(at) + first
@@ -609,14 +619,21 @@ def _strip_window_products(
             column = positions + e * k + s
             matrix[start + first : start + first + len(taps), column] = taps
             where[s, out] = column
-    index = np.arange(_PHASH_SIZE)[None, :, None] * width + where[:, None, :]  # (k, 32, 32)
-    matrix_d = np.zeros((length, k * cols_d.shape[1]), dtype=np.float64)
+    matrix, moved = _sorted_columns(matrix)
+    index = np.arange(_PHASH_SIZE)[None, :, None] * matrix.shape[1] + moved[where][:, None, :]
+    rows_d = len(_strip_resamplers(tall)[2])
+    outputs_d = cols_d.shape[1]
+    matrix_d = np.zeros((length, k * outputs_d), dtype=np.float64)
     for s, start in enumerate(at):
-        matrix_d[start : start + across, s * cols_d.shape[1] : (s + 1) * cols_d.shape[1]] = cols_d
+        matrix_d[start : start + across, s * outputs_d : (s + 1) * outputs_d] = cols_d
+    matrix_d, moved_d = _sorted_columns(matrix_d)
+    where_d = moved_d.reshape(k, outputs_d)
+    index_d = np.arange(rows_d)[None, :, None] * matrix_d.shape[1] + where_d[:, None, :]
     return (
         _banded_blocks(matrix, _STRIP_BLOCK),
         index.ravel(),
         _banded_blocks(matrix_d, _STRIP_BLOCK),
+        index_d.ravel(),
     )
 
 
@@ -662,16 +679,16 @@ def _strip_bands(
         shared = _column_pass(planes, _PHASH_SIZE, None, rounded=False).transpose(1, 0, 2)
         shared_d = _column_pass(planes, len(rows_d), None, rounded=False).transpose(1, 0, 2)
     length = shared.shape[2]
-    blocks, index, blocks_d = _strip_window_products(length, tuple(at.tolist()), tall)
-    lines = np.ascontiguousarray(shared).reshape(m * _PHASH_SIZE, length)
-    thumbs = np.take(_banded_product(lines, blocks).reshape(m, -1), index, axis=1)
-    thumbs = thumbs.reshape(m * k, _PHASH_SIZE, _PHASH_SIZE)
-    lines_d = np.ascontiguousarray(shared_d).reshape(m * len(rows_d), length)
-    strips = _banded_product(lines_d, blocks_d).reshape(m, len(rows_d), k, -1)
-    strips = np.ascontiguousarray(strips.transpose(0, 2, 1, 3)).reshape(m * k, len(rows_d), -1)
-    for values in (thumbs, strips):
-        np.rint(values, out=values)
-        np.clip(values, 0.0, 255.0, out=values)
+    blocks, index, blocks_d, index_d = _strip_window_products(length, tuple(at.tolist()), tall)
+    products = []
+    for lines, matrix in ((shared, blocks), (shared_d, blocks_d)):
+        product = _banded_product(np.ascontiguousarray(lines).reshape(-1, length), matrix)
+        # Rounded as strip_entries rounds each strip's values (here copies of them).
+        np.rint(product, out=product)
+        np.clip(product, 0.0, 255.0, out=product)
+        products.append(product.reshape(m, -1))
+    thumbs = np.take(products[0], index, axis=1).reshape(m * k, _PHASH_SIZE, _PHASH_SIZE)
+    strips = np.take(products[1], index_d, axis=1).reshape(m * k, len(rows_d), -1)
     if tall:
         return thumbs.transpose(0, 2, 1), strips.transpose(0, 2, 1)
     return thumbs, strips
