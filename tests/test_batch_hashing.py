@@ -491,6 +491,7 @@ def _strip_views(copies: int) -> list[tuple[Any, Any]]:
 def test_stacked_strip_entries_equal_strip_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     # Several images of each size and trim stacked, in more than one chunk.
     monkeypatch.setattr(hashing._batch, "_STRIP_STACK", 100)
+    monkeypatch.setattr(hashing._batch, "_STRIP_STACK_MIN", 1)
     views = _strip_views(5)
     stacked = hashing._batch._stack_strip_entries(views)
     assert sum(len(phash) for phash, _ in stacked) > 0
@@ -516,9 +517,10 @@ def test_strip_passes_are_exact() -> None:
             assert bound < 2.0**9
 
 
-def test_hash_reduced_equals_batch_with_strips() -> None:
+def test_hash_reduced_equals_batch_with_strips(monkeypatch: pytest.MonkeyPatch) -> None:
     # The single-image path (strip_entries) and the batch path (stacked strips) give
     # every image the same entries, strips included.
+    monkeypatch.setattr(hashing._batch, "_STRIP_STACK_MIN", 1)
     views = _strip_views(2)
     phash, dhash, low, entries = hashing._hash_reduced_batch(views, True, True)
     strips = 0
