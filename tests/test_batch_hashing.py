@@ -490,7 +490,7 @@ def _strip_views(copies: int) -> list[tuple[Any, Any]]:
 
 def test_stacked_strip_entries_equal_strip_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     # Several images of each size and trim stacked, in more than one chunk.
-    monkeypatch.setattr(hashing._batch, "_STRIP_STACK", 100)
+    monkeypatch.setattr(hashing._batch, "_STRIP_VALUES", 40_000)
     monkeypatch.setattr(hashing._batch, "_STRIP_STACK_MIN", 1)
     views = _strip_views(5)
     stacked = hashing._batch._stack_strip_entries(views)

@@ -535,8 +535,12 @@ def _fast_crop_products() -> bool:
 # the stack of thumbnails, one BLAS call per thumbnail with strip_entries' shapes and
 # strides, the same floats.
 
-#: Strips hashed in one go (bounded working set: 8 KiB of thumbnail per strip).
-_STRIP_STACK = 512
+#: Canvas pixels of the images whose strips are hashed in one go (bounded working set:
+#: their products are about as large). Measured on the reduced images of jpeg-40k (125 x
+#: 94, 152 x 114 canvases) and large (240 x 135, 203 x 114), ``bench_hashing.py``'s sets:
+#: 0.13-0.16 and 0.23-0.29 ms an image from 2**17 to 3 * 2**17 (2**18: 15 and 11 images),
+#: 0.35 on jpeg-40k at 25 images (3.3 MiB of canvases, more than a core's 2 MiB of L2).
+_STRIP_VALUES = 1 << 18
 #: Columns per block of the banded products across the strips (:func:`_banded_blocks`).
 _STRIP_BLOCK = 16
 #: Images of one shape and box stacked at least (fewer take strip_entries one at a time,
@@ -782,7 +786,7 @@ def _stack_strip_entries(
             for index in members:
                 found[index] = strip_entries(*views[index])
             continue
-        step = max(1, _STRIP_STACK // k)
+        step = max(1, _STRIP_VALUES // (size[0] * size[1]))
         for start in range(0, len(members), step):
             part = members[start : start + step]
             stack = np.stack([views[i][0] for i in part])
