@@ -533,7 +533,9 @@ def _fast_crop_products() -> bool:
 # by 97%), read at each strip's outputs; the few outputs near a window's edges are
 # their own small products. The DCT that follows is not exact: it is np.matmul over
 # the stack of thumbnails, one BLAS call per thumbnail with strip_entries' shapes and
-# strides, the same floats.
+# strides, the same floats; or, for a wide image where the BLAS is checked to give the
+# same floats that way (_strip_dct_first), its first product once over all the
+# image's strip columns, each thumbnail being 32 of them.
 
 #: Canvas pixels of the images whose strips are hashed in one go (bounded working set:
 #: their products are about as large). Measured on the reduced images of jpeg-40k (125 x
