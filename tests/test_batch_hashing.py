@@ -463,3 +463,71 @@ def test_hashes_and_notes_is_hash_sources_without_the_policy(tmp_path: Path) -> 
     assert len(notes) == 1 and "Corrupt EXIF data" in next(iter(notes.values()))
     with pytest.raises(ValueError, match="names must have one entry per source"):
         hashing.hashes_and_notes(sources, names[:-1])
+
+
+def _grey_photo(seed: int, width: int, height: int) -> Any:
+    photo = Image.fromarray(imagegen.photo_like_array(seed, (width, height)))
+    return np.asarray(photo.convert("L"))
+
+
+# Wide and tall sizes (4:3, 16:9, a panorama, near the strip aspect), whole and trimmed.
+_STRIP_SIZES = ((125, 94), (240, 135), (94, 125), (135, 240), (400, 70), (63, 47), (130, 100))
+_STRIP_TRIMS = (None, (0.0, 0.0, -0.25, -0.5), (1.5, 0.25, -3.0, -0.75))
+
+
+def _strip_views(copies: int) -> list[tuple[Any, Any]]:
+    views: list[tuple[Any, Any]] = []
+    for n, (width, height) in enumerate(_STRIP_SIZES):
+        for trim in _STRIP_TRIMS:
+            box = None
+            if trim is not None:
+                box = (trim[0], trim[1], width + trim[2], height + trim[3])
+            for copy in range(copies):
+                pixels = _grey_photo(100 * n + copy, width, height)
+                views.append((np.asfortranarray(pixels) if copy % 2 else pixels, box))
+    return views
+
+
+def test_stacked_strip_entries_equal_strip_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Several images of each size and trim stacked, in more than one chunk.
+    monkeypatch.setattr(hashing._batch, "_STRIP_VALUES", 40_000)
+    monkeypatch.setattr(hashing._batch, "_STRIP_STACK_MIN", 1)
+    views = _strip_views(5)
+    stacked = hashing._batch._stack_strip_entries(views)
+    assert sum(len(phash) for phash, _ in stacked) > 0
+    for view, (phash, dhash) in zip(views, stacked, strict=True):
+        reference = hashing.strip_entries(*view)
+        assert phash.tolist() == reference[0].tolist()
+        assert dhash.tolist() == reference[1].tolist()
+    # A square image has none; a tall one has bands.
+    square = (_grey_photo(7, 80, 80), None)
+    assert [len(p) for p, _ in hashing._batch._stack_strip_entries([square])] == [0]
+
+
+def test_strip_passes_are_exact() -> None:
+    # The stacked strip entries rearrange strip_entries' products across the strips,
+    # which gives the same floats only because every partial sum is exact: 8-bit
+    # pixels times two passes of weights in units of 2**-22 stay below 2**9.
+    for tall in (False, True):
+        rows, cols, rows_d, cols_d = hashing._batch._strip_resamplers(tall)
+        for along, across in ((rows, cols), (rows_d, cols_d)):
+            for weights in (along, across.T):
+                assert np.array_equal(np.rint(weights * 2.0**22), weights * 2.0**22)
+            bound = 255.0 * np.abs(along).sum(axis=1).max() * np.abs(across).sum(axis=0).max()
+            assert bound < 2.0**9
+
+
+def test_hash_reduced_equals_batch_with_strips(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The single-image path (strip_entries) and the batch path (stacked strips) give
+    # every image the same entries, strips included.
+    monkeypatch.setattr(hashing._batch, "_STRIP_STACK_MIN", 1)
+    views = _strip_views(2)
+    phash, dhash, low, entries = hashing._hash_reduced_batch(views, True, True)
+    strips = 0
+    for k, view in enumerate(views):
+        one = hashing._hash_reduced(view, True, True)
+        assert (int(phash[k]), int(dhash[k]), bool(low[k])) == one[:3]
+        mine = entries[entries[:, 0] == k]
+        assert [(int(p), int(d)) for _, p, d, _ in mine.tolist()] == one[3]
+        strips += int((mine[:, 3] == hashing.EntryKind.STRIP).sum())
+    assert strips > 0

@@ -562,13 +562,11 @@ def strip_entries(
     strip saved as a 360 x 640 JPEG, at most 8); empty for an image that is neither
     wide nor tall enough.
     """
-    height, width = pixels.shape
-    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
-    boxes = strip_boxes(right - left, bottom - top)
-    if not boxes:
+    plan = _strip_plan(pixels.shape, box)
+    if plan is None:
         empty = np.zeros(0, dtype=np.uint64)
         return empty, empty.copy()
-    tall = bottom - top > right - left
+    tall, size, region, at = plan
     # The region resampled once (Pillow's Lanczos) onto a canvas on which a strip is
     # _STRIP_CANVAS[0] pixels across and _STRIP_CANVAS[1] along, each strip a window of
     # it at the nearest whole pixel (1/64 of a strip: well inside the 2% of a strip's
@@ -577,21 +575,17 @@ def strip_entries(
     # coefficients (as the crop entries are) halved the audit's hashing speed on 4:3
     # photos: 40-56 strips, and coefficients rebuilt for every trimmed size (that way
     # the entries were 0 bits from the strip's own hashes at the median, 8 at most).
-    across, along = _STRIP_CANVAS
-    long_side = (bottom - top) if tall else (right - left)
-    short_side = (right - left) if tall else (bottom - top)
-    canvas_long = max(across, round(along * long_side / short_side))
-    size = (along, canvas_long) if tall else (canvas_long, along)
+    # The batch path (_batch._stack_strip_entries) gives these hashes for many images
+    # at once.
+    across = _STRIP_CANVAS[0]
     canvas = np.asarray(
         Image.fromarray(np.ascontiguousarray(pixels)).resize(
-            size, Image.Resampling.LANCZOS, box=(left, top, right, bottom)
+            size, Image.Resampling.LANCZOS, box=region
         ),
         dtype=np.float64,
     )
     if tall:
         canvas = canvas.T  # bands become columns; resampled back below
-    starts = [round(b[1 if tall else 0] * canvas_long) for b in boxes]
-    at = np.asarray([min(max(0, x), canvas_long - across) for x in starts], dtype=np.intp)
     rows, cols, rows_d, cols_d = _strip_resamplers(tall)
     # The pass along the strips is shared: once over the canvas, then each strip's
     # window of it resampled across.
@@ -604,6 +598,31 @@ def strip_entries(
         thumbs, strips = thumbs.transpose(0, 2, 1), strips.transpose(0, 2, 1)
     low = np.matmul(np.matmul(_DCT_LOW, thumbs), _DCT_LOW.T)
     return _stack_entries_from_rows(low, strips)
+
+
+def _strip_plan(
+    shape: tuple[int, ...], box: Box | None
+) -> tuple[bool, tuple[int, int], Box, NDArray[np.intp]] | None:
+    """How :func:`strip_entries` cuts the strips of a ``shape`` image's region ``box``.
+
+    Whether it is tall, the canvas size (width, height) the region is resampled
+    to, the region as a Pillow box, and each strip's first canvas line along
+    the long side; None when the region gets no strips.
+    """
+    height, width = shape[:2]
+    left, top, right, bottom = box if box is not None else (0.0, 0.0, float(width), float(height))
+    boxes = strip_boxes(right - left, bottom - top)
+    if not boxes:
+        return None
+    tall = bottom - top > right - left
+    across, along = _STRIP_CANVAS
+    long_side = (bottom - top) if tall else (right - left)
+    short_side = (right - left) if tall else (bottom - top)
+    canvas_long = max(across, round(along * long_side / short_side))
+    size = (along, canvas_long) if tall else (canvas_long, along)
+    starts = [round(b[1 if tall else 0] * canvas_long) for b in boxes]
+    at = np.asarray([min(max(0, x), canvas_long - across) for x in starts], dtype=np.intp)
+    return tall, size, (left, top, right, bottom), at
 
 
 #: A strip on the canvas :func:`strip_entries` cuts strips from: this many pixels
