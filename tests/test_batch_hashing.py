@@ -490,10 +490,10 @@ def _strip_views(copies: int) -> list[tuple[Any, Any]]:
 
 def test_stacked_strip_entries_equal_strip_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     # Several images of each size and trim stacked, in more than one chunk.
-    monkeypatch.setattr(hashing._batch, "_STRIP_VALUES", 40_000)
-    monkeypatch.setattr(hashing._batch, "_STRIP_STACK_MIN", 1)
+    monkeypatch.setattr(hashing._strips, "_STRIP_VALUES", 40_000)
+    monkeypatch.setattr(hashing._strips, "_STRIP_STACK_MIN", 1)
     views = _strip_views(5)
-    stacked = hashing._batch._stack_strip_entries(views)
+    stacked = hashing._strips._stack_strip_entries(views)
     assert sum(len(phash) for phash, _ in stacked) > 0
     for view, (phash, dhash) in zip(views, stacked, strict=True):
         reference = hashing.strip_entries(*view)
@@ -501,7 +501,7 @@ def test_stacked_strip_entries_equal_strip_entries(monkeypatch: pytest.MonkeyPat
         assert dhash.tolist() == reference[1].tolist()
     # A square image has none; a tall one has bands.
     square = (_grey_photo(7, 80, 80), None)
-    assert [len(p) for p, _ in hashing._batch._stack_strip_entries([square])] == [0]
+    assert [len(p) for p, _ in hashing._strips._stack_strip_entries([square])] == [0]
 
 
 def test_strip_passes_are_exact() -> None:
@@ -509,7 +509,7 @@ def test_strip_passes_are_exact() -> None:
     # which gives the same floats only because every partial sum is exact: 8-bit
     # pixels times two passes of weights in units of 2**-22 stay below 2**9.
     for tall in (False, True):
-        rows, cols, rows_d, cols_d = hashing._batch._strip_resamplers(tall)
+        rows, cols, rows_d, cols_d = hashing._strips._strip_resamplers(tall)
         for along, across in ((rows, cols), (rows_d, cols_d)):
             for weights in (along, across.T):
                 assert np.array_equal(np.rint(weights * 2.0**22), weights * 2.0**22)
@@ -520,7 +520,7 @@ def test_strip_passes_are_exact() -> None:
 def test_hash_reduced_equals_batch_with_strips(monkeypatch: pytest.MonkeyPatch) -> None:
     # The single-image path (strip_entries) and the batch path (stacked strips) give
     # every image the same entries, strips included.
-    monkeypatch.setattr(hashing._batch, "_STRIP_STACK_MIN", 1)
+    monkeypatch.setattr(hashing._strips, "_STRIP_STACK_MIN", 1)
     views = _strip_views(2)
     phash, dhash, low, entries = hashing._hash_reduced_batch(views, True, True)
     strips = 0

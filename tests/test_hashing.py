@@ -200,7 +200,8 @@ def test_thumbnails_of_views_and_every_pass_order() -> None:
 def test_pillow_fallback_gives_the_same_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
     images = [imagegen.photo_like(s, (150 + 37 * s, 100 + 50 * s)) for s in range(4)]
     expected = [hash_image(image) for image in images]
-    for module in (hashing._maths, hashing._batch):  # the per-image and the stacked resize
+    # The per-image resize, the stacked one and the stacked strips' canvases.
+    for module in (hashing._maths, hashing._batch, hashing._strips):
         monkeypatch.setattr(module, "_pillow_pass_order", lambda: None)
     assert [hash_image(image) for image in images] == expected
     _assert_thumbnails_equal_pillow(np.asarray(images[0].convert("L")))

@@ -46,7 +46,6 @@ from __future__ import annotations
 # Besides __all__, a few names stay reachable as ``hashing.X`` (tests, benchmarks and
 # RESULTS.md use them since before the split): DIHEDRAL_MARGIN and private helpers.
 from leakaudit.hashing._batch import (
-    _bands,
     _crop_bands,
     _crop_bands_fast,
     _fast_crop_products,
@@ -110,6 +109,7 @@ from leakaudit.hashing._maths import (
     _row_medians,
     _thumbnails,
 )
+from leakaudit.hashing._planes import _bands
 from leakaudit.hashing._pool import (
     hash_sources,
     source_name,
