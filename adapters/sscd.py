@@ -43,11 +43,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from PIL import Image, ImageOps
+from PIL import Image
 
+from leakaudit._decode import DecodePurpose, decode_stored, decode_view
 from leakaudit._registration import TINY_SIDE, register_pairs, tiny_thumbnails
 from leakaudit.extra_links import with_extra_links
-from leakaudit.loading import DecodeOptions
+from leakaudit.loading import DecodeOptions, read_source
 from leakaudit.report import AuditParameters, LeakageReport
 
 __all__ = [
@@ -193,14 +194,13 @@ def _is_tiny(source: Any, max_side: int) -> bool:
 
 
 def _pixels(source: Any, size: int, decode: DecodeOptions) -> NDArray[np.uint8]:
-    image = _open(source)
-    try:
-        upright = ImageOps.exif_transpose(image) if decode.exif_transpose else image
-        rgb = upright.convert("RGB").resize((size, size), Image.Resampling.BICUBIC)
-        return np.asarray(rgb, dtype=np.uint8)
-    finally:
-        if image is not source:
-            image.close()
+    """The image as the audit decoded it (:func:`leakaudit._decode.decode_stored`: the
+    size checks, the EXIF turn, 16-bit grey rescaled as the hashes see it), upscaled."""
+    data = source if isinstance(source, Image.Image) else read_source(source, "<bytes>", decode)[1]
+    decoded = decode_stored(data, "<image>", decode, DecodePurpose(colour=True, side=TINY_SIDE))
+    rgba = decode_view(decoded, decode, TINY_SIDE).rgba
+    rgb = rgba.convert("RGB").resize((size, size), Image.Resampling.BICUBIC)
+    return np.asarray(rgb, dtype=np.uint8)
 
 
 def _batches(n: int, size: int) -> Iterator[slice]:

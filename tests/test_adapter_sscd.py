@@ -295,3 +295,17 @@ def test_the_providers_are_passed_to_onnxruntime() -> None:
     out = embed(batch)
     assert out.shape == (2, 512)
     assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-3)
+
+
+def test_a_16_bit_grey_image_is_embedded_as_the_audit_decodes_it(tmp_path: Path) -> None:
+    # The audit rescales 16-bit grey to 8 bits; converting it to RGB directly clips it
+    # to white, and SSCD would compare a white square.
+    from leakaudit.adapters.sscd import _pixels
+    from leakaudit.loading import DecodeOptions
+
+    grey = np.asarray(_photo32(3).convert("L"), dtype=np.uint16)
+    path = tmp_path / "wide.png"
+    Image.fromarray((grey * 257).astype("<u2")).save(path)
+    pixels = _pixels(path, 32, DecodeOptions())
+    assert pixels.shape == (32, 32, 3)
+    assert np.abs(pixels[..., 0].astype(int) - grey.astype(int)).max() <= 1
