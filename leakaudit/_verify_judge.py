@@ -620,16 +620,9 @@ def _strip_verdict(a: View, b: View, side: int, options: VerifyOptions) -> PairV
     detail = _strip_detail(wide.strip_grey, other.grey, x0 / width, strip_width / width, tall)
     if detail is not None and detail >= _MIN_DETAIL_COVERAGE:
         return dataclasses.replace(verdict, detail=detail)
-    reason = "strip: too small for the fine-detail rule"
-    if detail is not None:
-        reason = f"coarse layout only: fine detail differs ({detail:.2f})"
-    return dataclasses.replace(
-        verdict,
-        accepted=False,
-        stage="pixels",
-        detail=math.nan if detail is None else detail,
-        reason=reason,
-    )
+    if detail is None:
+        return _rejected_by_detail(verdict, math.nan, "strip: too small for the fine-detail rule")
+    return _rejected_by_detail(verdict, detail)
 
 
 def _strip_detail(
@@ -713,12 +706,8 @@ def _recoloured_layout(verdict: PairVerdict, a: View, b: View) -> PairVerdict:
     detail = _fine_detail_agreement(a, b, verdict.turn)
     if detail is None or detail >= _MIN_DETAIL_COVERAGE:
         return verdict
-    return dataclasses.replace(
-        verdict,
-        accepted=False,
-        stage="pixels",
-        detail=detail,
-        reason=f"recoloured layout only: fine detail differs ({detail:.2f})",
+    return _rejected_by_detail(
+        verdict, detail, f"recoloured layout only: fine detail differs ({detail:.2f})"
     )
 
 
@@ -858,22 +847,26 @@ def _with_detail(
     detail = _fine_detail_agreement(a, b, verdict.turn, rotated)
     if detail is None:
         return verdict
-    if detail >= _MIN_DETAIL_COVERAGE and not _symmetric_detail(a, b, detail):
-        return dataclasses.replace(verdict, detail=detail)
-    if detail >= _MIN_DETAIL_COVERAGE:
-        return dataclasses.replace(
-            verdict,
-            accepted=False,
-            stage="pixels",
-            detail=detail,
-            reason="coarse layout only: a symmetric shape without texture",
+    if detail < _MIN_DETAIL_COVERAGE:
+        return _rejected_by_detail(verdict, detail)
+    if _symmetric_detail(a, b, detail):
+        return _rejected_by_detail(
+            verdict, detail, "coarse layout only: a symmetric shape without texture"
         )
+    return dataclasses.replace(verdict, detail=detail)
+
+
+def _rejected_by_detail(
+    verdict: PairVerdict, detail: float, reason: str | None = None
+) -> PairVerdict:
+    """``verdict`` turned down by the fine-detail rule (the pixel stage's), with
+    ``detail`` recorded; the reason says the layout agreed and the detail did not."""
     return dataclasses.replace(
         verdict,
         accepted=False,
         stage="pixels",
         detail=detail,
-        reason=f"coarse layout only: fine detail differs ({detail:.2f})",
+        reason=reason or f"coarse layout only: fine detail differs ({detail:.2f})",
     )
 
 
