@@ -41,12 +41,14 @@ which are copies by eye that no list held (``benchmarks/RESULTS.md``, section 17
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -684,8 +686,13 @@ def _plain_header(data: bytes) -> tuple[tuple[int, int], bool] | None:
     return None
 
 
-def _tiny_source(source: Any, decode: DecodeOptions) -> bytes | Image.Image | None:
-    """The encoded bytes (or the PIL image) of a tiny opaque image; None for any other."""
+def _transparent(image: Image.Image) -> bool:
+    return "A" in image.mode or "transparency" in image.info
+
+
+def _tiny_source(source: Any, decode: DecodeOptions) -> bytes | Image.Image | bool:
+    """The encoded bytes (or the PIL image) of a tiny opaque image; False for any other,
+    True when it cannot be read now."""
     try:
         if isinstance(source, Image.Image):
             data: bytes | Image.Image = source
@@ -693,7 +700,7 @@ def _tiny_source(source: Any, decode: DecodeOptions) -> bytes | Image.Image | No
         else:
             in_memory = isinstance(source, (bytes, bytearray, memoryview))
             if not in_memory and os.stat(source).st_size > _MAX_FILE_BYTES:
-                return None
+                return False
             data = read_source(source, "<in-memory bytes>", decode)[1]
             header = _plain_header(data)
             if header is None:
@@ -701,23 +708,20 @@ def _tiny_source(source: Any, decode: DecodeOptions) -> bytes | Image.Image | No
                     header = opened.size, _transparent(opened)
             size, transparent = header
     except (OSError, ValueError, TypeError, ImageLoadError, Image.DecompressionBombError):
-        return None  # unreadable: the hashing stage has named it
+        return True  # unreadable now: the hashing stage has named it if it was then
     if transparent or not 8 <= min(size) <= TINY_SIDE:
-        return None
+        return False
     return data
-
-
-def _transparent(image: Image.Image) -> bool:
-    return "A" in image.mode or "transparency" in image.info
 
 
 def _thumbnails_of(
     sources: Sequence[Any], rows: list[int], decode: DecodeOptions
-) -> list[NDArray[np.uint8] | None]:
-    """Luma thumbnails (``THUMB_SIDE`` square) of ``rows``; None where not tiny or unreadable."""
+) -> list[bytes | None]:
+    """Luma thumbnails (``THUMB_SIDE`` square, as bytes) of ``rows``: ``b""`` where the
+    image is not tiny and opaque, None where it cannot be read now."""
     found = [_tiny_source(sources[r], decode) for r in rows]
-    at = [i for i, data in enumerate(found) if data is not None]
-    out: list[NDArray[np.uint8] | None] = [None] * len(rows)
+    out: list[bytes | None] = [None if data is True else b"" for data in found]
+    at = [i for i, data in enumerate(found) if not isinstance(data, bool)]
     if not at:
         return out
     greys, _ = greys_and_notes(
@@ -727,6 +731,7 @@ def _thumbnails_of(
     )
     for i, grey in zip(at, greys, strict=True):
         if isinstance(grey, str):
+            out[i] = None
             continue
         pixels = grey.pixels
         if grey.box is not None:
@@ -741,40 +746,67 @@ def _thumbnails_of(
                     (THUMB_SIDE, THUMB_SIDE), Image.Resampling.BILINEAR
                 )
             )
-        out[i] = np.asarray(pixels, dtype=np.uint8)
+        out[i] = np.asarray(pixels, dtype=np.uint8).tobytes()
     return out
 
 
+#: Names the code that makes a file's thumbnail, for thumbnails kept in the hash cache
+#: (:meth:`leakaudit.cache.CachedFiles.thumbnails`, whose key also holds the decoding's
+#: code and options): this module's source, so any change to it computes them afresh.
+@functools.cache
+def _thumbnail_version() -> str:
+    try:
+        source = Path(__file__).read_bytes()
+    except OSError:  # a frozen or zip-imported install: the side alone
+        source = b"?"
+    return f"thumbnail {THUMB_SIDE} {hashlib.blake2b(source, digest_size=16).hexdigest()}"
+
+
+#: Serves the thumbnails a hash cache holds and stores the others
+#: (:meth:`leakaudit.cache.CachedFiles.thumbnails`): ``(rows, compute, version) -> values``.
+ThumbnailCache: TypeAlias = Callable[
+    [list[int], Callable[[list[int]], list[bytes | None]], str], list[bytes | None]
+]
+
+
 def tiny_thumbnails(
-    sources: Sequence[Any], rows: NDArray[np.int64], decode: DecodeOptions
+    sources: Sequence[Any],
+    rows: NDArray[np.int64],
+    decode: DecodeOptions,
+    cache: ThumbnailCache | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.uint8]]:
     """The rows that are tiny opaque photos, and their luma thumbnails.
 
     Decoded as the hashes saw them (:class:`leakaudit.loading.DecodeOptions`:
     upright, trimmed). Drawn images (a flat share of at least :data:`FLAT_SHARE`)
     are left out; so are unreadable ones (the hashing stage has named them) and
-    files over 256 KB (not tiny).
+    files over 256 KB (not tiny). With ``cache``, the thumbnails of unchanged
+    files come from the hash cache (a second audit decodes none of them again).
     """
-    # In this thread: decoding collects each image's warnings with
-    # warnings.catch_warnings, which is not thread-safe before Python 3.14 (and
-    # threads gained nothing here: the per-image work holds the GIL).
-    with warnings.catch_warnings():
-        # The hashing stage already reported each image's decoding notes.
-        warnings.simplefilter("ignore")
-        thumbs = [
-            thumb
-            for start in range(0, len(rows), _DECODE_BATCH)
-            for thumb in _thumbnails_of(
-                sources, rows[start : start + _DECODE_BATCH].tolist(), decode
-            )
-        ]
-    kept = [i for i, thumb in enumerate(thumbs) if thumb is not None]
-    found = [thumb for thumb in thumbs if thumb is not None]
-    if not found:
+
+    def compute(wanted: list[int]) -> list[bytes | None]:
+        # In this thread: decoding collects each image's warnings with
+        # warnings.catch_warnings, which is not thread-safe before Python 3.14 (and
+        # threads gained nothing here: the per-image work holds the GIL).
+        with warnings.catch_warnings():
+            # The hashing stage already reported each image's decoding notes.
+            warnings.simplefilter("ignore")
+            return [
+                thumb
+                for start in range(0, len(wanted), _DECODE_BATCH)
+                for thumb in _thumbnails_of(sources, wanted[start : start + _DECODE_BATCH], decode)
+            ]
+
+    listed = np.asarray(rows, dtype=np.int64).tolist()
+    values = compute(listed) if cache is None else cache(listed, compute, _thumbnail_version())
+    size = THUMB_SIDE * THUMB_SIDE
+    kept = [i for i, value in enumerate(values) if value is not None and len(value) == size]
+    if not kept:
         return np.zeros(0, dtype=np.int64), np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.uint8)
-    stack = np.stack(found)  # uint8: 1 KB an image
+    stack = np.frombuffer(b"".join(values[i] for i in kept), dtype=np.uint8)  # type: ignore[misc]
+    stack = stack.reshape(-1, THUMB_SIDE, THUMB_SIDE)  # uint8: 1 KB an image
     photo = flat_share(stack) < FLAT_SHARE
-    return rows[np.asarray(kept)][photo], stack[photo]
+    return np.asarray(rows, dtype=np.int64)[np.asarray(kept)][photo], stack[photo]
 
 
 #: See :func:`registered_pairs`.
@@ -793,8 +825,11 @@ def registered_pairs(
     rows: NDArray[np.int64],
     groups: NDArray[np.int64],
     decode: DecodeOptions,
+    cache: ThumbnailCache | None = None,
 ) -> tuple[NDArray[np.int64], Registration, int]:
     """The tiny-photo net: registered copies among ``rows`` across ``groups`` (splits).
+
+    ``cache`` serves the thumbnails of unchanged files (:func:`tiny_thumbnails`).
 
     Returns
     -------
@@ -810,7 +845,7 @@ def registered_pairs(
     none = np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.float32)
     if len(np.unique(groups[rows])) < 2:
         return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
-    tiny, thumbs = tiny_thumbnails(sources, rows, decode)
+    tiny, thumbs = tiny_thumbnails(sources, rows, decode, cache)
     if len(np.unique(groups[tiny])) < 2:
         return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
     spectrum = spectrum_descriptors(thumbs)

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
-from leakaudit._registration import registered_pairs
+from leakaudit._registration import ThumbnailCache, registered_pairs
 from leakaudit._validation import usable_cpu_count
 from leakaudit._verify_candidates import CROP, table_candidates
 from leakaudit._verify_options import MIN_SUPPORT, VerifyOptions
@@ -263,11 +263,12 @@ def _with_registered(
     rows: NDArray[np.int64],
     splits: Sequence[Any] | NDArray[Any],
     decode: DecodeOptions,
+    thumbnail_cache: ThumbnailCache | None = None,
 ) -> VerifiedPairs:
     """``verified`` with the tiny-photo net's registered pairs added as edges."""
     codes, _ = pd.factorize(pd.Series(list(splits), dtype=object))
     pairs, found, candidates = registered_pairs(
-        sources, rows, np.asarray(codes, dtype=np.int64), decode
+        sources, rows, np.asarray(codes, dtype=np.int64), decode, thumbnail_cache
     )
     if candidates == 0:
         return verified
@@ -319,6 +320,7 @@ def verified_labels(
     workers: int | None,
     dihedral: bool,
     splits: Sequence[Any] | NDArray[Any] | None = None,
+    thumbnail_cache: ThumbnailCache | None = None,
 ) -> tuple[NDArray[np.int64], VerifiedPairs]:
     """Group labels from verified edges only, and the verification's outcome.
 
@@ -338,6 +340,10 @@ def verified_labels(
     the same way when there are more than :data:`IDENTICAL_ALL_PAIRS_MAX`
     of them: each is verified once against the first; those it accepts link to
     it, the others stay candidates as before.
+
+    With ``splits`` (and ``options.tiny_photos``), the tiny-photo net adds its
+    registered pairs (:func:`leakaudit._registration.registered_pairs`);
+    ``thumbnail_cache`` serves its thumbnails of unchanged files.
     """
     n = len(table.valid)
     low = np.asarray(low_information, dtype=bool) & np.asarray(table.valid, dtype=bool)
@@ -409,7 +415,12 @@ def verified_labels(
     edges = verified.edges
     if options.tiny_photos and splits is not None:
         verified = _with_registered(
-            verified, sources, np.flatnonzero(linkable & stands_for), splits, decode
+            verified,
+            sources,
+            np.flatnonzero(linkable & stands_for),
+            splits,
+            decode,
+            thumbnail_cache,
         )
         edges = verified.edges
     if options.min_support > 0 and len(edges):

@@ -193,6 +193,7 @@ def audit_sources(
         verify=verify,
         decode=options,
         workers=workers,
+        files=files,
     )
     if report.table is not None:
         _fill_copy_digests(report.table, table, items, files, options.max_file_bytes)
@@ -292,6 +293,7 @@ def audit_hash_table(
     verify: VerifySpec = "auto",
     decode: DecodeOptions | None = None,
     workers: int | None = None,
+    files: CachedFiles | None = None,
 ) -> LeakageReport:
     """Group and audit images whose hashes are already computed.
 
@@ -328,6 +330,11 @@ def audit_hash_table(
     workers : int, optional
         Threads verification decodes with (the verification half of
         :func:`audit_splits`' ``workers``; the hashes are already made).
+    files : CachedFiles, optional
+        What the hash cache knows of the table's files (the second value of
+        :func:`leakaudit.cache.hash_sources_with_files`): verification then
+        keeps the thumbnails of tiny images in the cache too, so an audit of
+        unchanged files decodes none of them again.
 
     Returns
     -------
@@ -397,6 +404,7 @@ def audit_hash_table(
             workers=workers,
             dihedral=dihedral,
             splits=frame["split"].to_numpy(),
+            thumbnail_cache=None if files is None else files.thumbnails,
         )
         frame["group_id"] = labels
         edges = verified.edges

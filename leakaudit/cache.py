@@ -49,6 +49,16 @@ same key and context, with the identity they were computed under in front; a
 file whose entry lacks them is decoded again (its entry is kept as it is) and
 they are stored by the same rules as hashes.
 
+Thumbnails
+----------
+The verified audit's tiny-photo net (:mod:`leakaudit._registration`) decodes every
+tiny image (a side of at most 64 px) once more, to a 32 x 32 luma thumbnail. Those
+are kept in a third table, ``thumbs``, by the same rules as orientation hashes (the
+identity in front, stored only for a file unchanged while it was read and settled),
+under a key that adds a fingerprint of the net's source to the hash context: a
+second audit of unchanged files decodes none of them again
+(:meth:`CachedFiles.thumbnails`).
+
 Lookups
 -------
 A second audit of an unchanged folder is stat + lookup, so the lookup is built
@@ -98,7 +108,7 @@ import struct
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -145,8 +155,9 @@ HASH_VERSION = 4  # 4: strip entries of wide and tall images (3: small flat imag
 #: meet in one file. 2: one packed ``record`` per entry, and ``digest`` kept for
 #: any file whose bytes were digested (version 1 had one column per field, and a
 #: digest only for low-information images). 3: a ``turned`` table of orientation
-#: hashes for dihedral matching.
-SCHEMA_VERSION = 3
+#: hashes for dihedral matching. 4: a ``thumbs`` table of tiny images' luma thumbnails
+#: (the verified audit's tiny-photo net, :meth:`CachedFiles.thumbnails`).
+SCHEMA_VERSION = 4
 #: Environment variable naming the cache folder (overrides the platform default).
 CACHE_DIR_ENV = "LEAKAUDIT_CACHE_DIR"
 DATABASE_NAME = f"hashes-v{SCHEMA_VERSION}.sqlite3"
@@ -176,14 +187,18 @@ _LOW_INFORMATION = 1  # flags bit
 _COLUMNS = ("context", "path", "record", "error")
 _TURNED_COLUMNS = ("context", "path", "record")
 # Orientation hashes (dihedral matching): the identity, then (phash, dhash) pairs.
-_TURNED_SCHEMA = """
-CREATE TABLE IF NOT EXISTS turned (
+_SIDE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {table} (
     context INTEGER NOT NULL,
     path BLOB NOT NULL,
     record BLOB NOT NULL,
     PRIMARY KEY (context, path)
 ) WITHOUT ROWID
 """
+# The side tables, keyed like ``entries``: orientation hashes (dihedral matching) and
+# tiny images' thumbnails (:meth:`CachedFiles.thumbnails`), each record the identity
+# it was computed under, then its value.
+_SIDE_TABLES = ("turned", "thumbs")
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS entries (
     context INTEGER NOT NULL,
@@ -448,7 +463,7 @@ class HashCache:
     ----------
     directory : str or os.PathLike
         The folder; created on first use. The database is
-        ``directory / "hashes-v2.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
+        ``directory / "hashes-v4.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
 
     Notes
     -----
@@ -534,18 +549,26 @@ class HashCache:
 
         The value is the packed ``(phash, dhash)`` pairs (possibly none: a blank image).
         """
+        return self._lookup_side("turned", keys, identities, context)
+
+    def _lookup_side(
+        self, table: str, keys: Sequence[bytes], identities: Sequence[bytes], context: int
+    ) -> dict[int, bytes]:
+        """Records of a side table (``turned``, ``thumbs``) stored for ``keys`` under the
+        identities given: slot -> the record after its identity."""
         if not keys:
             return {}
+        width = _TURNED_PAIR.size if table == "turned" else 1
 
         def select(db: sqlite3.Connection) -> dict[bytes, bytes]:
             stored: dict[bytes, bytes] = {}
-            for path, record in _select_keys(db, "turned", "path, record", keys, context):
+            for path, record in _select_keys(db, table, "path, record", keys, context):
                 if (
                     not isinstance(record, bytes)
                     or len(record) < _IDENTITY.size
-                    or (len(record) - _IDENTITY.size) % _TURNED_PAIR.size
+                    or (len(record) - _IDENTITY.size) % width
                 ):
-                    raise _Damaged("an orientation record is not what this version writes")
+                    raise _Damaged(f"a {table} record is not what this version writes")
                 stored[path] = record
             return stored
 
@@ -562,10 +585,14 @@ class HashCache:
 
     def _store_turned(self, rows: Sequence[tuple[bytes, bytes]], context: int) -> None:
         """Insert or replace ``(key, record)`` orientation rows under ``context``."""
+        self._store_side("turned", rows, context)
+
+    def _store_side(self, table: str, rows: Sequence[tuple[bytes, bytes]], context: int) -> None:
+        """Insert or replace ``(key, record)`` rows of a side table under ``context``."""
         if not rows:
             return
         values = [(context, key, record) for key, record in rows]
-        statement = f"INSERT OR REPLACE INTO turned ({','.join(_TURNED_COLUMNS)}) VALUES (?,?,?)"
+        statement = f"INSERT OR REPLACE INTO {table} ({','.join(_TURNED_COLUMNS)}) VALUES (?,?,?)"
         self._write(statement, values)
 
     def _store(self, rows: Sequence[tuple[bytes, bytes, str | None]], context: int) -> None:
@@ -663,7 +690,8 @@ class HashCache:
                 # Re-checked inside the write lock: another process may have just done it.
                 if not db.execute("SELECT name FROM sqlite_master").fetchall():
                     db.execute(_SCHEMA)
-                    db.execute(_TURNED_SCHEMA)
+                    for side in _SIDE_TABLES:
+                        db.execute(_SIDE_SCHEMA.format(table=side))
                     db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
                     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             application_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -676,9 +704,10 @@ class HashCache:
             )
         if sorted(columns) != sorted(_COLUMNS):
             raise _Damaged(f"unexpected columns {list(columns)}")
-        turned = tuple(row[1] for row in db.execute("PRAGMA table_info(turned)").fetchall())
-        if sorted(turned) != sorted(_TURNED_COLUMNS):
-            raise _Damaged(f"unexpected orientation columns {list(turned)}")
+        for side in _SIDE_TABLES:
+            found = tuple(row[1] for row in db.execute(f"PRAGMA table_info({side})").fetchall())
+            if sorted(found) != sorted(_TURNED_COLUMNS):
+                raise _Damaged(f"unexpected {side} columns {list(found)}")
         if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":  # e.g. a file system without shared memory
@@ -917,6 +946,79 @@ class CachedFiles:
                 updates.append((self.keys[slot], old, new))
         self.store._replace_records(updates, self.context)
         return digests
+
+    def thumbnails(
+        self,
+        rows: Sequence[int],
+        compute: Callable[[list[int]], list[bytes | None]],
+        version: str,
+    ) -> list[bytes | None]:
+        """Each row's thumbnail from the ``thumbs`` table, or from ``compute`` and stored.
+
+        For the verified audit's tiny-photo net (:mod:`leakaudit._registration`),
+        which decodes every tiny image again: a second audit of unchanged files
+        reads the thumbnails instead. A value is served when it was stored under
+        the identity the row was hashed under and under this ``version`` (the
+        hash context and what the caller names its own code by), so a changed
+        file, decoding or thumbnail never gets an old value. The rest are asked
+        of ``compute`` (rows in order), whose values are stored by the rules
+        hashes are stored by: the file kept that identity while it was read, and
+        its last change is settled.
+
+        Parameters
+        ----------
+        rows : sequence of int
+            Table rows (any: rows that are not cacheable files are computed).
+        compute : callable
+            ``compute(rows) -> values``: bytes (``b""`` for "none": still a
+            value, and stored), or None where nothing can be said now (a read
+            failed): returned, never stored.
+        version : str
+            Names the code that computes the values.
+
+        Returns
+        -------
+        list of bytes or None
+            One value per row.
+        """
+        context = _side_context(self.context, version)
+        slots = {row: k for k, row in enumerate(self.rows)}
+        wanted = [slots[row] for row in rows if row in slots]
+        served = self.store._lookup_side(
+            "thumbs",
+            [self.keys[k] for k in wanted],
+            [self.identities[k] for k in wanted],
+            context,
+        )
+        known: dict[int, bytes | None] = {self.rows[wanted[i]]: v for i, v in served.items()}
+        missing = [row for row in rows if row not in known]
+        if missing:
+            started_ns = time.time_ns()
+            before = {row: _stat_identity(self.names[row]) for row in missing if row in slots}
+            values = compute(missing)
+            new: list[tuple[bytes, bytes]] = []
+            for row, value in zip(missing, values, strict=True):
+                known[row] = value
+                slot = slots.get(row)
+                if value is None or slot is None:
+                    continue
+                identity = self.identities[slot]
+                if (
+                    before[row] == identity
+                    and _stat_identity(self.names[row]) == identity
+                    and _settled(identity, started_ns)
+                ):
+                    new.append((self.keys[slot], identity + value))
+            self.store._store_side("thumbs", new, context)
+        return [known[row] for row in rows]
+
+
+def _side_context(context: int, version: str) -> int:
+    """The key of a side table's values: the hash context and the version of their code."""
+    text = repr((context, version))
+    return int.from_bytes(
+        hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True
+    )
 
 
 def _turned_by_row(fresh: HashTable, misses: Sequence[int]) -> dict[int, bytes]:

@@ -369,3 +369,117 @@ def test_the_zoomed_spectrum_pairs_a_rescaled_copy(seed: int) -> None:
     zoomed = float(spectrum_descriptors(a, NET_ZOOM)[0] @ spectrum_descriptors(b)[0])
     assert zoomed > plain, (zoomed, plain)
     assert zoomed > 0.95
+
+
+def _rescaled_copy_set(folder: Path) -> dict[str, Path]:
+    """Twenty tiny train photos and a test split with a rescaled copy of the fifth."""
+    originals = [_photo32(100 + seed) for seed in range(20)]
+    for k, image in enumerate(originals):
+        _write(folder / "train", f"{k:02d}.jpg", image)
+    copy = _shifted(originals[4].resize((27, 32), Image.Resampling.BILINEAR), 0, 2)
+    _write(folder / "test", "copy.jpg", copy.resize((32, 32), Image.Resampling.BILINEAR))
+    for k in range(5):
+        _write(folder / "test", f"other{k}.jpg", _photo32(500 + k))
+    return {"train": folder / "train", "test": folder / "test"}
+
+
+def _groups_by_name(report: leakaudit.LeakageReport) -> dict[str, int]:
+    names = report.table["path"].map(lambda p: Path(p).parent.name + "/" + Path(p).name)
+    return dict(zip(names, report.table["group_id"].tolist(), strict=True))
+
+
+def _same_partition(a: dict[str, int], b: dict[str, int]) -> bool:
+    def blocks(groups: dict[str, int]) -> set[frozenset[str]]:
+        out: dict[int, set[str]] = {}
+        for name, group in groups.items():
+            out.setdefault(group, set()).add(name)
+        return {frozenset(block) for block in out.values()}
+
+    return blocks(a) == blocks(b)
+
+
+def test_a_second_audit_reads_the_tiny_thumbnails_from_the_hash_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import leakaudit._registration as registration
+    from leakaudit.cache import HashCache
+
+    splits = _rescaled_copy_set(tmp_path / "data")
+    time.sleep(0.12)  # the files' last change settled: their results may be stored
+    decoded: list[int] = []
+    real = registration._thumbnails_of
+
+    def counting(sources, rows, decode):  # type: ignore[no-untyped-def]
+        decoded.extend(rows)
+        return real(sources, rows, decode)
+
+    monkeypatch.setattr(registration, "_thumbnails_of", counting)
+    uncached = _groups_by_name(leakaudit.audit_splits(splits, cache=False, workers=1))
+    assert len(decoded) == 26
+    cache = HashCache(tmp_path / "cache")
+
+    decoded.clear()
+    first = _groups_by_name(leakaudit.audit_splits(splits, cache=cache, workers=1))
+    assert len(decoded) == 26 and _same_partition(first, uncached)
+    assert first["test/copy.jpg"] == first["train/04.jpg"]
+
+    decoded.clear()
+    second = _groups_by_name(leakaudit.audit_splits(splits, cache=cache, workers=1))
+    assert decoded == [] and _same_partition(second, uncached)  # no image decoded again
+
+    # The copy replaced by another picture: its new thumbnail is computed, never the old
+    # one served (the stale thumbnail would link it to 04.jpg again).
+    _write(tmp_path / "data" / "test", "copy.jpg", _photo32(900))
+    time.sleep(0.12)
+    decoded.clear()
+    third = _groups_by_name(leakaudit.audit_splits(splits, cache=cache, workers=1))
+    assert len(decoded) == 1
+    assert _same_partition(third, _groups_by_name(leakaudit.audit_splits(splits, cache=False)))
+    assert third["test/copy.jpg"] != third["train/04.jpg"]
+
+
+def test_cached_thumbnails_follow_the_identity_and_version_rules(tmp_path: Path) -> None:
+    import time
+
+    from leakaudit.cache import HashCache, hash_sources_with_files
+    from leakaudit.loading import DecodeOptions
+
+    paths = [_write(tmp_path, f"{k}.jpg", _photo32(k)) for k in range(3)]
+    time.sleep(0.12)
+    cache = HashCache(tmp_path / "cache")
+
+    def files_now():  # type: ignore[no-untyped-def]
+        _, files = hash_sources_with_files(
+            [str(p) for p in paths],
+            cache=cache,
+            options=DecodeOptions(),
+            workers=1,
+            progress=False,
+            on_error="warn",
+        )
+        assert files is not None
+        return files
+
+    asked: list[list[int]] = []
+
+    def compute(values: dict[int, bytes | None]):  # type: ignore[no-untyped-def]
+        def run(rows: list[int]) -> list[bytes | None]:
+            asked.append(rows)
+            return [values[row] for row in rows]
+
+        return run
+
+    first = {0: b"a" * 4, 1: b"", 2: None}  # a value, "none" (stored), unknown (not stored)
+    assert files_now().thumbnails([0, 1, 2], compute(first), "v1") == [b"a" * 4, b"", None]
+    assert asked == [[0, 1, 2]]
+    other = {0: b"z", 1: b"z", 2: b"c"}
+    assert files_now().thumbnails([2, 0, 1], compute(other), "v1") == [b"c", b"a" * 4, b""]
+    assert asked[-1] == [2]  # only the unknown one was asked again
+    assert files_now().thumbnails([0], compute(other), "v2") == [b"z"]  # another version
+    # A file changed since: its new identity has no stored value.
+    _write(tmp_path, "0.jpg", _photo32(50))
+    time.sleep(0.12)
+    assert files_now().thumbnails([0, 1], compute(other), "v1") == [b"z", b""]
+    assert asked[-1] == [0]
