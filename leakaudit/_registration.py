@@ -63,6 +63,7 @@ __all__ = [
     "NET_ZOOM",
     "TINY_SIDE",
     "Registration",
+    "ThumbnailCache",
     "fine_detail",
     "layout_descriptors",
     "mutual_nearest_between",
