@@ -185,8 +185,8 @@ _RECORD_SIZE = _IDENTITY.size + _RESULT.size
 _TURNED_PAIR = struct.Struct("<QQ")  # one orientation entry: phash, dhash
 _LOW_INFORMATION = 1  # flags bit
 _COLUMNS = ("context", "path", "record", "error")
-_TURNED_COLUMNS = ("context", "path", "record")
-# Orientation hashes (dihedral matching): the identity, then (phash, dhash) pairs.
+_SIDE_COLUMNS = ("context", "path", "record")
+# A side table: one record per (context, path); see _SIDE_TABLES below.
 _SIDE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS {table} (
     context INTEGER NOT NULL,
@@ -197,8 +197,9 @@ CREATE TABLE IF NOT EXISTS {table} (
 """
 # The side tables, keyed like ``entries``: orientation hashes (dihedral matching) and
 # tiny images' thumbnails (:meth:`CachedFiles.thumbnails`), each record the identity
-# it was computed under, then its value.
-_SIDE_TABLES = ("turned", "thumbs")
+# it was computed under, then its value: a whole number of units of the width given.
+_SIDE_UNIT = {"turned": _TURNED_PAIR.size, "thumbs": 1}
+_SIDE_TABLES = tuple(_SIDE_UNIT)
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS entries (
     context INTEGER NOT NULL,
@@ -354,6 +355,13 @@ def _settled(identity: bytes, started_ns: int) -> bool:
     coarse = mtime_ns % 1_000_000_000 == 0 and ctime_ns % 1_000_000_000 == 0
     margin = 2_000_000_000 if coarse else 50_000_000
     return newest < started_ns - margin
+
+
+def _storable(path: str, identity: bytes, started_ns: int) -> bool:
+    """Whether a value computed from ``path`` (read after ``started_ns``) may be stored
+    under ``identity``: the file still has that identity and its last change is
+    :func:`settled <_settled>`, so a later change must show in its identity."""
+    return _stat_identity(path) == identity and _settled(identity, started_ns)
 
 
 @dataclass
@@ -558,7 +566,7 @@ class HashCache:
         identities given: slot -> the record after its identity."""
         if not keys:
             return {}
-        width = _TURNED_PAIR.size if table == "turned" else 1
+        width = _SIDE_UNIT[table]
 
         def select(db: sqlite3.Connection) -> dict[bytes, bytes]:
             stored: dict[bytes, bytes] = {}
@@ -592,7 +600,7 @@ class HashCache:
         if not rows:
             return
         values = [(context, key, record) for key, record in rows]
-        statement = f"INSERT OR REPLACE INTO {table} ({','.join(_TURNED_COLUMNS)}) VALUES (?,?,?)"
+        statement = f"INSERT OR REPLACE INTO {table} ({','.join(_SIDE_COLUMNS)}) VALUES (?,?,?)"
         self._write(statement, values)
 
     def _store(self, rows: Sequence[tuple[bytes, bytes, str | None]], context: int) -> None:
@@ -706,7 +714,7 @@ class HashCache:
             raise _Damaged(f"unexpected columns {list(columns)}")
         for side in _SIDE_TABLES:
             found = tuple(row[1] for row in db.execute(f"PRAGMA table_info({side})").fetchall())
-            if sorted(found) != sorted(_TURNED_COLUMNS):
+            if sorted(found) != sorted(_SIDE_COLUMNS):
                 raise _Damaged(f"unexpected {side} columns {list(found)}")
         if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -1003,11 +1011,7 @@ class CachedFiles:
                 if value is None or slot is None:
                     continue
                 identity = self.identities[slot]
-                if (
-                    before[row] == identity
-                    and _stat_identity(self.names[row]) == identity
-                    and _settled(identity, started_ns)
-                ):
+                if before[row] == identity and _storable(self.names[row], identity, started_ns):
                     new.append((self.keys[slot], identity + value))
             self.store._store_side("thumbs", new, context)
         return [known[row] for row in rows]
@@ -1157,7 +1161,7 @@ def hash_sources_with_files(
         reason = errors.get(row)
         if reason is not None and not _cacheable_failure(reason):
             continue
-        if _stat_identity(names[row]) != before or not _settled(before, started_ns):
+        if not _storable(names[row], before, started_ns):
             continue  # changed while (or just before) it was read: hash it again next time
         if not found.hit[slot]:  # an entry served but for its orientations is kept as it is
             new_rows.append((keys[slot], before + packed_results[row].tobytes(), reason))
