@@ -24,7 +24,10 @@ is cheap:
    detail** (the correlation of what a blur removes). Agreement of coarse layout
    alone is not evidence: two smooth images (a sky, a gradient, a flat hull on a
    grey sea) line up after any small scale and shift, but their fine detail is
-   noise and does not correlate. Colour is not compared: a grey, toned or
+   noise and does not correlate. Nor are borders: tiny images are not trimmed when
+   decoded, and two different pictures letterboxed alike line up bar for bar, the
+   bars' edges the strongest detail of all; so both are scored inside each image's
+   content (:func:`content_boxes`). Colour is not compared: a grey, toned or
    recoloured copy is a copy.
 
 Drawn images (flat regions, :data:`FLAT_SHARE`) and transparent ones are left to the
@@ -54,6 +57,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit._trim import TRIM_TOLERANCE, trim_box
 from leakaudit.errors import ImageLoadError
 from leakaudit.loading import DecodeOptions, greys_and_notes, read_source
 
@@ -64,6 +68,7 @@ __all__ = [
     "TINY_SIDE",
     "Registration",
     "ThumbnailCache",
+    "content_boxes",
     "fine_detail",
     "layout_descriptors",
     "mutual_nearest_between",
@@ -114,6 +119,10 @@ _LEVELS = ((4, 2), (2, 3), (1, 1))
 #: Pixels left out at each edge when scoring (a border added by a rescale, JPEG's
 #: edge blocks).
 _MARGIN = 2
+#: Lines left out inside a trimmed side of a thumbnail's content box when scoring
+#: (:func:`content_boxes`): the bar's edge, blended by the resize and JPEG's ringing,
+#: is a step the fine detail would see for two blurs' reach.
+_CONTENT_MARGIN = 2
 #: Score blocks of rows against this many score cells at most (64 MB of float32).
 _BLOCK_CELLS = 1 << 24
 
@@ -501,29 +510,104 @@ def _warped(
     return out, inside_y[:, :, None] & inside_x[:, None, :]
 
 
+def content_boxes(thumbs: NDArray[Any]) -> NDArray[np.float32]:
+    """Each thumbnail's content: the box inside its uniform borders, ``(n, 4)``.
+
+    A letterboxed or padded tiny photo keeps its bars (tiny images are never
+    trimmed when decoded, :data:`leakaudit._trim.TRIM_MIN_IMAGE_SIDE`). Bars are
+    not the picture: two different photos letterboxed alike line up bar for bar,
+    and the bars' edges are strong fine detail. So registration scores only the
+    content. The box is :func:`leakaudit._trim.trim_box`'s on the thumbnail
+    (which refuses a shape on a plain ground: its corners stay ground), each
+    trimmed side moved in by :data:`_CONTENT_MARGIN`; the whole thumbnail,
+    ``(0, 0, side, side)``, where no side is trimmed.
+    """
+    thumbs = np.asarray(thumbs)
+    n, side = len(thumbs), thumbs.shape[-1] if thumbs.ndim == 3 else 0
+    boxes = np.tile(np.array([0.0, 0.0, side, side], dtype=np.float32), (n, 1))
+    if n == 0:
+        return boxes
+    # trim_box's own first test, on all edges at once: an outermost line is flat.
+    spread = 2 * TRIM_TOLERANCE
+    edges = (thumbs[:, 0], thumbs[:, -1], thumbs[:, :, 0], thumbs[:, :, -1])
+    flat = np.zeros(n, dtype=bool)
+    for line in edges:
+        flat |= line.max(axis=1).astype(np.int16) - line.min(axis=1) <= spread
+    for k in np.flatnonzero(flat).tolist():
+        box = trim_box(np.ascontiguousarray(thumbs[k], dtype=np.uint8))
+        if box is None:
+            continue
+        left, top, right, bottom = box
+        boxes[k] = (
+            left + _CONTENT_MARGIN if left > 0 else 0.0,
+            top + _CONTENT_MARGIN if top > 0 else 0.0,
+            right - _CONTENT_MARGIN if right < side else side,
+            bottom - _CONTENT_MARGIN if bottom < side else side,
+        )
+    return boxes
+
+
+def _inside_boxes(
+    scale: NDArray[Any], shift: NDArray[Any], boxes: NDArray[Any], side: int
+) -> NDArray[np.bool_]:
+    """``(n, side, side)``: where each first image's pixel lands (through the warp of
+    :func:`_interpolation`) inside the box of the second image's content."""
+    centre = (side - 1) / 2.0
+    axis = np.arange(side, dtype=np.float32)
+    # The pixel centres of the second image, in box coordinates (pixel i spans [i, i+1)).
+    x = scale[:, 0, None] * (axis[None] - centre) + centre + shift[:, 0, None] + 0.5
+    y = scale[:, 1, None] * (axis[None] - centre) + centre + shift[:, 1, None] + 0.5
+    inside_x = (x >= boxes[:, 0, None]) & (x <= boxes[:, 2, None])
+    inside_y = (y >= boxes[:, 1, None]) & (y <= boxes[:, 3, None])
+    return np.asarray(inside_y[:, :, None] & inside_x[:, None, :])
+
+
 def register_pairs(
-    first: NDArray[np.float32], second: NDArray[np.float32], *, chunk: int = 2048
+    first: NDArray[np.float32],
+    second: NDArray[np.float32],
+    *,
+    first_boxes: NDArray[np.float32] | None = None,
+    second_boxes: NDArray[np.float32] | None = None,
+    chunk: int = 2048,
 ) -> Registration:
     """Align each ``second[k]`` onto ``first[k]`` (square luma thumbnails) and score.
 
     Gauss-Newton on a scale and a shift per axis with a brightness gain and offset,
-    6 steps on 16 x 16 block means, then 2 on the thumbnails, both blurred; then the
+    coarse to fine (:data:`_LEVELS`), on the blurred thumbnails; then the
     correlation of the aligned lumas and of their fine detail over the overlap
-    (less a :data:`_MARGIN` at each edge of the first image).
+    (less a :data:`_MARGIN` at each edge of the first image), counting only the
+    pixels inside both images' content (``first_boxes``, ``second_boxes``:
+    :func:`content_boxes`, each ``(k, 4)``; None is the whole thumbnail). The
+    overlap is a share of the first image's content.
     """
     first = np.asarray(first, dtype=np.float32)
     second = np.asarray(second, dtype=np.float32)
     if first.shape != second.shape or first.ndim != 3 or first.shape[1] != first.shape[2]:
         raise ValueError("register_pairs takes two stacks of square thumbnails of one shape")
+    whole = np.tile(
+        np.array([0.0, 0.0, first.shape[1], first.shape[1]], np.float32), (len(first), 1)
+    )
+    boxes_a = whole if first_boxes is None else np.asarray(first_boxes, dtype=np.float32)
+    boxes_b = whole if second_boxes is None else np.asarray(second_boxes, dtype=np.float32)
+    if boxes_a.shape != whole.shape or boxes_b.shape != whole.shape:
+        raise ValueError("register_pairs takes one (left, top, right, bottom) box per image")
     parts = [
-        _register_chunk(first[s : s + chunk], second[s : s + chunk])
+        _register_chunk(
+            first[s : s + chunk],
+            second[s : s + chunk],
+            boxes_a[s : s + chunk],
+            boxes_b[s : s + chunk],
+        )
         for s in range(0, len(first), chunk)
-    ] or [_register_chunk(first[:0], second[:0])]
+    ] or [_register_chunk(first[:0], second[:0], boxes_a[:0], boxes_b[:0])]
     return Registration(*(np.concatenate(values) for values in zip(*parts, strict=True)))
 
 
 def _register_chunk(
-    first: NDArray[np.float32], second: NDArray[np.float32]
+    first: NDArray[np.float32],
+    second: NDArray[np.float32],
+    boxes_a: NDArray[np.float32],
+    boxes_b: NDArray[np.float32],
 ) -> tuple[NDArray[np.float32], ...]:
     n, side = len(first), first.shape[1]
     if n == 0:
@@ -545,8 +629,10 @@ def _register_chunk(
     (aligned,), valid = _warped([second], scale, shift)
     inner = np.zeros((side, side), dtype=bool)
     inner[_MARGIN : side - _MARGIN, _MARGIN : side - _MARGIN] = True
-    mask = valid & inner[None]
-    overlap = mask.sum(axis=(1, 2)) / float(inner.sum())
+    identity = np.ones((n, 2), dtype=np.float32)
+    content = inner[None] & _inside_boxes(identity, np.zeros((n, 2), np.float32), boxes_a, side)
+    mask = valid & content & _inside_boxes(scale, shift, boxes_b, side)
+    overlap = mask.sum(axis=(1, 2)) / np.maximum(content.sum(axis=(1, 2)), 1).astype(np.float32)
     correlation = _masked_correlation(first, aligned, mask)
     detail = _masked_correlation(fine_detail(first), fine_detail(aligned), mask)
     return correlation, detail, scale, shift, overlap.astype(np.float32)
@@ -827,7 +913,7 @@ def registered_pairs(
     groups: NDArray[np.int64],
     decode: DecodeOptions,
     cache: ThumbnailCache | None = None,
-) -> tuple[NDArray[np.int64], Registration, int]:
+) -> tuple[NDArray[np.int64], Registration, int, NDArray[np.int64]]:
     """The tiny-photo net: registered copies among ``rows`` across ``groups`` (splits).
 
     ``cache`` serves the thumbnails of unchanged files (:func:`tiny_thumbnails`).
@@ -840,15 +926,18 @@ def registered_pairs(
         Their scores.
     candidates : int
         The mutual neighbours registered (layout, spectrum, zoomed spectrum).
+    tiny : numpy.ndarray of int64
+        The rows that are tiny opaque photos (the net's images), sorted.
     """
     rows = np.asarray(rows, dtype=np.int64)
     groups = np.asarray(groups, dtype=np.int64)
     none = np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.float32)
+    nothing = np.zeros(0, dtype=np.int64)
     if len(np.unique(groups[rows])) < 2:
-        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
+        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0, nothing
     tiny, thumbs = tiny_thumbnails(sources, rows, decode, cache)
     if len(np.unique(groups[tiny])) < 2:
-        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0
+        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0, np.sort(tiny)
     spectrum = spectrum_descriptors(thumbs)
     local = np.unique(
         np.concatenate(
@@ -869,12 +958,23 @@ def registered_pairs(
     # rescale of a same-shot CIFAR-10 pair scored detail 0.32 one way, 0.79 the other),
     # so a pair is judged in the direction that enlarges. On the dev classes' 142
     # same-shot pairs: 134 pass one way, 138 either way.
-    forward = register_pairs(thumbs[local[:, 0]], thumbs[local[:, 1]])
+    boxes = content_boxes(thumbs)
+    forward = register_pairs(
+        thumbs[local[:, 0]],
+        thumbs[local[:, 1]],
+        first_boxes=boxes[local[:, 0]],
+        second_boxes=boxes[local[:, 1]],
+    )
     # Only pairs that nearly line up one way are tried the other way: no same-shot
     # pair nor any of 6,000 layout neighbours on CIFAR-10 passed backward alone with a
     # forward correlation under 0.85 (_RETRY_CORRELATION).
     retry = np.flatnonzero(~forward.copies & (forward.correlation >= _RETRY_CORRELATION))
-    partial = register_pairs(thumbs[local[retry, 1]], thumbs[local[retry, 0]])
+    partial = register_pairs(
+        thumbs[local[retry, 1]],
+        thumbs[local[retry, 0]],
+        first_boxes=boxes[local[retry, 1]],
+        second_boxes=boxes[local[retry, 0]],
+    )
     backward = Registration(
         *(
             _scattered(getattr(partial, name), retry, len(local))
@@ -894,4 +994,4 @@ def registered_pairs(
             for name in ("correlation", "detail", "scale", "shift", "overlap")
         )
     )
-    return np.sort(tiny[local[keep]], axis=1), kept, len(local)
+    return np.sort(tiny[local[keep]], axis=1), kept, len(local), np.sort(tiny)

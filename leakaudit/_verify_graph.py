@@ -264,14 +264,15 @@ def _with_registered(
     splits: Sequence[Any] | NDArray[Any],
     decode: DecodeOptions,
     thumbnail_cache: ThumbnailCache | None = None,
-) -> VerifiedPairs:
-    """``verified`` with the tiny-photo net's registered pairs added as edges."""
+) -> tuple[VerifiedPairs, NDArray[np.int64]]:
+    """``verified`` with the tiny-photo net's registered pairs added as edges, and
+    the rows that are tiny photos (:func:`leakaudit._registration.registered_pairs`)."""
     codes, _ = pd.factorize(pd.Series(list(splits), dtype=object))
-    pairs, found, candidates = registered_pairs(
+    pairs, found, candidates, tiny = registered_pairs(
         sources, rows, np.asarray(codes, dtype=np.int64), decode, thumbnail_cache
     )
     if candidates == 0:
-        return verified
+        return verified, tiny
     edges = verified.edges
     have = set(zip(edges["row_a"].tolist(), edges["row_b"].tolist(), strict=True))
     new = np.array([(a, b) not in have for a, b in pairs.tolist()], dtype=bool)
@@ -305,7 +306,7 @@ def _with_registered(
         n_candidates=verified.n_candidates + candidates - already,
         n_rejected=verified.n_rejected + candidates - len(pairs),
         stages=[*verified.stages, "registered"],
-    )
+    ), tiny
 
 
 def verified_labels(
@@ -328,7 +329,15 @@ def verified_labels(
     when it has them, else from its whole-image hashes; low-information rows
     link only to byte-identical low-information rows, as in
     :func:`leakaudit.grouping.link_labels`. Verified pairs without the support
-    of their neighbourhoods (:func:`supported_pairs`) do not link.
+    of their neighbourhoods (:func:`supported_pairs`) do not link, but for byte
+    copies and pairs of two tiny photos (the tiny-photo net's images, with
+    ``options.tiny_photos``). The rule is for look-alike graphics (an icon with
+    another badge, each verified with its own copies), which the net leaves out;
+    a tiny photo's copies come in families (a train image and its re-encodes,
+    a test image and its own) that one registered pair joins, and the rule cut
+    that pair (on CIFAR-10, a same-shot airliner pair; exempting tiny photos
+    changed neither the generated closures' precision nor any failure class:
+    ``benchmarks/RESULTS.md``, section 29).
 
     Identical images are verified once, never every pair of them (a placeholder
     copied 10,000 times made 50M candidate pairs): byte-identical files (equal
@@ -413,8 +422,9 @@ def verified_labels(
         ),
     )
     edges = verified.edges
+    tiny = np.zeros(0, dtype=np.int64)
     if options.tiny_photos and splits is not None:
-        verified = _with_registered(
+        verified, tiny = _with_registered(
             verified,
             sources,
             np.flatnonzero(linkable & stands_for),
@@ -428,9 +438,12 @@ def verified_labels(
         # neighbours: the support rule judges the grid's matches.
         passed = verified.distinct[verified.distinct_passed]
         weights = np.bincount(node[linkable], minlength=n)
+        edge_pairs = edges[["row_a", "row_b"]].to_numpy(dtype=np.int64)
+        # Byte copies, and pairs of two tiny photos, link whatever their support.
+        exempt = edges["stage"].eq("bytes").to_numpy() | np.isin(edge_pairs, tiny).all(axis=1)
         supported = supported_pairs(
-            np.concatenate([edges[["row_a", "row_b"]].to_numpy(dtype=np.int64), passed]),
-            np.concatenate([edges["stage"].eq("bytes").to_numpy(), np.zeros(len(passed), bool)]),
+            np.concatenate([edge_pairs, passed]),
+            np.concatenate([exempt, np.zeros(len(passed), bool)]),
             options.min_support,
             weights if np.any(weights > 1) else None,
         )[: len(edges)]

@@ -126,8 +126,9 @@ class VerifyOptions:
         A verified pair links only when its two images share at least this
         share of the smaller of their verified neighbourhoods
         (:func:`supported_pairs`): copies of one picture verify against one
-        another, two look-alikes each with their own copies. 0 links every
-        verified pair.
+        another, two look-alikes each with their own copies. Byte copies and
+        pairs of two tiny photos (``tiny_photos``) link whatever their support.
+        0 links every verified pair.
     distinct_pixels : int, default 4
         Two losslessly stored images, one of them a graphic, both at least
         :data:`DISTINCT_MIN_SIDE` pixels on their shorter side and aligned on
