@@ -22,7 +22,17 @@ from leakaudit._verify_candidates import (
     WHOLE,
 )
 from leakaudit._verify_options import VerifyOptions
-from leakaudit._verify_view import CB, CR, GRID, LUMA, VIEW_SIDE, View, flattened, turned_grid
+from leakaudit._verify_view import (
+    CB,
+    CR,
+    GRID,
+    LUMA,
+    VIEW_SIDE,
+    View,
+    flattened,
+    fringe_masked_grid,
+    turned_grid,
+)
 from leakaudit.hashing import (
     CROP_BOXES,
     CROP_ROTATIONS,
@@ -532,8 +542,11 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
                     return best
     if a.binary_alpha != b.binary_alpha and (a.hardened_grids or b.hardened_grids):
         # One has 1-bit transparency (a GIF copy): its fringe went opaque or transparent
-        # by the encoder's rule, so the other's soft edge is made 1-bit alike.
-        for hard in a.hardened_grids or b.hardened_grids:
+        # by the encoder's rule, so the other's soft edge is made 1-bit alike: by the
+        # copy's own mask first, then at fixed levels.
+        soft, binary = (a, b) if a.hardened_grids else (b, a)
+        masked = fringe_masked_grid(soft, binary)
+        for hard in ([] if masked is None else [masked]) + soft.hardened_grids:
             grid_a, grid_b = (hard, b.grid) if a.hardened_grids else (a.grid, hard)
             verdict = _whole_verdict(grid_a, grid_b, a, b, options)
             if _rank(verdict) > _rank(best):

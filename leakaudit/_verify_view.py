@@ -44,6 +44,7 @@ __all__ = [
     "VIEW_SIDE",
     "View",
     "flattened",
+    "fringe_masked_grid",
     "load_view",
     "turned_grid",
 ]
@@ -170,6 +171,41 @@ def _hardened_grids(region: Image.Image) -> list[NDArray[np.float32]]:
         hard.putalpha(Image.fromarray(np.where(alpha >= level, 255, 0).astype(np.uint8)))
         grids.append(_view_and_grid(hard)[1])
     return grids
+
+
+def fringe_masked_grid(soft: View, binary: View) -> NDArray[np.float32] | None:
+    """``soft``'s grid with the fringe of its alpha made 1-bit by ``binary``'s mask.
+
+    A copy saved with 1-bit transparency (GIF, PNG-8) keeps each pixel of the soft
+    fringe (0 < alpha < 255) fully opaque, with its colour as it was, or fully
+    transparent: which, is the encoder's rule (Pillow's GIF writer keeps most of it,
+    dropping the pixels whose colour lands on the transparent palette entry), so no
+    fixed level (:data:`_HARDENING_LEVELS`) reproduces it. The copy's own mask says
+    which: ``soft`` re-made with that mask on its fringe is the copy, while its
+    fully opaque and fully transparent pixels keep theirs (another pose or outline
+    still differs). At 32 px the fringe of a soft sprite can be half its pixels,
+    and the copy's dark halo of once nearly transparent pixels half its changes.
+
+    On the two images' own pixels when both are small enough to be kept
+    (:attr:`View.native`) and of one size; else on their 48 px views. None when
+    ``soft`` has no soft alpha or ``binary`` none at all.
+    """
+    if not soft.hardened_grids or not binary.binary_alpha:
+        return None
+    own, other = soft.rgba, binary.rgba
+    first, second = soft.native, binary.native
+    if first is not None and second is not None and first.size == second.size:
+        own, other = first, second
+    pixels = np.array(own.convert("RGBA"))
+    mask = np.asarray(other.convert("RGBA"))[..., 3] >= 128
+    return _view_and_grid(Image.fromarray(_fringe_masked(pixels, mask)))[1]
+
+
+def _fringe_masked(pixels: NDArray[np.uint8], mask: NDArray[np.bool_]) -> NDArray[np.uint8]:
+    alpha = pixels[..., 3]
+    fringe = (alpha > 0) & (alpha < 255)
+    pixels[..., 3] = np.where(fringe, np.where(mask, 255, 0), alpha).astype(np.uint8)
+    return pixels
 
 
 def _view_and_grid(region: Image.Image) -> tuple[Image.Image, NDArray[np.float32]]:
