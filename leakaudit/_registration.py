@@ -524,7 +524,7 @@ def content_boxes(thumbs: NDArray[Any]) -> NDArray[np.float32]:
     """
     thumbs = np.asarray(thumbs)
     n, side = len(thumbs), thumbs.shape[-1] if thumbs.ndim == 3 else 0
-    boxes = np.tile(np.array([0.0, 0.0, side, side], dtype=np.float32), (n, 1))
+    boxes = np.repeat(np.array([[0.0, 0.0, side, side]], dtype=np.float32), n, axis=0)
     if n == 0:
         return boxes
     # trim_box's own first test, on all edges at once: an outermost line is flat.
@@ -584,9 +584,8 @@ def register_pairs(
     second = np.asarray(second, dtype=np.float32)
     if first.shape != second.shape or first.ndim != 3 or first.shape[1] != first.shape[2]:
         raise ValueError("register_pairs takes two stacks of square thumbnails of one shape")
-    whole = np.tile(
-        np.array([0.0, 0.0, first.shape[1], first.shape[1]], np.float32), (len(first), 1)
-    )
+    side = first.shape[1]
+    whole = np.repeat(np.array([[0.0, 0.0, side, side]], np.float32), len(first), axis=0)
     boxes_a = whole if first_boxes is None else np.asarray(first_boxes, dtype=np.float32)
     boxes_b = whole if second_boxes is None else np.asarray(second_boxes, dtype=np.float32)
     if boxes_a.shape != whole.shape or boxes_b.shape != whole.shape:
