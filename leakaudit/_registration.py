@@ -57,7 +57,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from leakaudit._trim import TRIM_TOLERANCE, trim_box
+from leakaudit._trim import flat_edges, trim_box
 from leakaudit.errors import ImageLoadError
 from leakaudit.loading import DecodeOptions, greys_and_notes, read_source
 
@@ -444,15 +444,25 @@ def mutual_nearest_between(
     return np.stack([mutual, to_right[mutual]], axis=1).astype(np.int64)
 
 
+def _source_positions(
+    scale: NDArray[Any], shift: NDArray[Any], side: int
+) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
+    """One axis of the warp: the source position (in pixel indices) each output pixel
+    samples, ``scale * (u - c) + c + shift`` per image ``(k, side)``, and which of
+    them fall inside the source."""
+    centre = (side - 1) / 2.0
+    axis = np.arange(side, dtype=np.float32)
+    position = scale[:, None] * (axis[None] - centre) + centre + shift[:, None]
+    return position, (position >= -0.5) & (position <= side - 0.5)
+
+
 def _interpolation(
     scale: NDArray[Any], shift: NDArray[Any], side: int
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """Linear-interpolation matrices ``(k, side, side)`` of one axis, and which output
     positions fall inside the source (the same positions as :func:`_taps`)."""
-    centre = (side - 1) / 2.0
     axis = np.arange(side, dtype=np.float32)
-    position = scale[:, None] * (axis[None] - centre) + centre + shift[:, None]
-    inside = (position >= -0.5) & (position <= side - 0.5)
+    position, inside = _source_positions(scale, shift, side)
     position = np.clip(position, 0.0, side - 1.0)
     weights = np.maximum(0.0, 1.0 - np.abs(position[:, :, None] - axis[None, None]))
     return np.asarray(weights * inside[:, :, None], dtype=np.float32), inside
@@ -473,10 +483,7 @@ def _taps(
 ) -> tuple[NDArray[np.intp], NDArray[np.float32], NDArray[np.float32], NDArray[np.bool_]]:
     """One axis of :func:`_interpolation` as two taps per output position: the first
     source index, the two weights (zero outside the source), and which are inside."""
-    centre = (side - 1) / 2.0
-    axis = np.arange(side, dtype=np.float32)
-    position = scale[:, None] * (axis[None] - centre) + centre + shift[:, None]
-    inside = (position >= -0.5) & (position <= side - 0.5)
+    position, inside = _source_positions(scale, shift, side)
     position = np.clip(position, 0.0, side - 1.0)
     first = np.minimum(np.floor(position), side - 2).astype(np.intp)
     upper = (position - first).astype(np.float32)
@@ -527,13 +534,8 @@ def content_boxes(thumbs: NDArray[Any]) -> NDArray[np.float32]:
     boxes = np.repeat(np.array([[0.0, 0.0, side, side]], dtype=np.float32), n, axis=0)
     if n == 0:
         return boxes
-    # trim_box's own first test, on all edges at once: an outermost line is flat.
-    spread = 2 * TRIM_TOLERANCE
-    edges = (thumbs[:, 0], thumbs[:, -1], thumbs[:, :, 0], thumbs[:, :, -1])
-    flat = np.zeros(n, dtype=bool)
-    for line in edges:
-        flat |= line.max(axis=1).astype(np.int16) - line.min(axis=1) <= spread
-    for k in np.flatnonzero(flat).tolist():
+    # Only thumbnails with a flat edge line can have a bar (trim_box's first test).
+    for k in np.flatnonzero(flat_edges(thumbs)).tolist():
         box = trim_box(np.ascontiguousarray(thumbs[k], dtype=np.uint8))
         if box is None:
             continue
@@ -547,18 +549,12 @@ def content_boxes(thumbs: NDArray[Any]) -> NDArray[np.float32]:
     return boxes
 
 
-def _inside_boxes(
-    scale: NDArray[Any], shift: NDArray[Any], boxes: NDArray[Any], side: int
-) -> NDArray[np.bool_]:
-    """``(n, side, side)``: where each first image's pixel lands (through the warp of
-    :func:`_interpolation`) inside the box of the second image's content."""
-    centre = (side - 1) / 2.0
-    axis = np.arange(side, dtype=np.float32)
-    # The pixel centres of the second image, in box coordinates (pixel i spans [i, i+1)).
-    x = scale[:, 0, None] * (axis[None] - centre) + centre + shift[:, 0, None] + 0.5
-    y = scale[:, 1, None] * (axis[None] - centre) + centre + shift[:, 1, None] + 0.5
-    inside_x = (x >= boxes[:, 0, None]) & (x <= boxes[:, 2, None])
-    inside_y = (y >= boxes[:, 1, None]) & (y <= boxes[:, 3, None])
+def _in_boxes(x: NDArray[Any], y: NDArray[Any], boxes: NDArray[Any]) -> NDArray[np.bool_]:
+    """``(n, side, side)``: the pixels whose sampled position (``x``, ``y``: ``(n, side)``
+    pixel indices, :func:`_source_positions`) lies inside each image's box (pixel
+    ``i`` spans ``[i, i + 1)``, so its centre is ``i + 0.5``)."""
+    inside_x = (x + 0.5 >= boxes[:, 0, None]) & (x + 0.5 <= boxes[:, 2, None])
+    inside_y = (y + 0.5 >= boxes[:, 1, None]) & (y + 0.5 <= boxes[:, 3, None])
     return np.asarray(inside_y[:, :, None] & inside_x[:, None, :])
 
 
@@ -628,9 +624,11 @@ def _register_chunk(
     (aligned,), valid = _warped([second], scale, shift)
     inner = np.zeros((side, side), dtype=bool)
     inner[_MARGIN : side - _MARGIN, _MARGIN : side - _MARGIN] = True
-    identity = np.ones((n, 2), dtype=np.float32)
-    content = inner[None] & _inside_boxes(identity, np.zeros((n, 2), np.float32), boxes_a, side)
-    mask = valid & content & _inside_boxes(scale, shift, boxes_b, side)
+    own = np.broadcast_to(np.arange(side, dtype=np.float32), (n, side))
+    content = inner[None] & _in_boxes(own, own, boxes_a)
+    x, _ = _source_positions(scale[:, 0], shift[:, 0], side)
+    y, _ = _source_positions(scale[:, 1], shift[:, 1], side)
+    mask = valid & content & _in_boxes(x, y, boxes_b)
     overlap = mask.sum(axis=(1, 2)) / np.maximum(content.sum(axis=(1, 2)), 1).astype(np.float32)
     correlation = _masked_correlation(first, aligned, mask)
     detail = _masked_correlation(fine_detail(first), fine_detail(aligned), mask)

@@ -190,7 +190,7 @@ def fringe_masked_grid(soft: View, binary: View) -> NDArray[np.float32] | None:
     (:attr:`View.native`) and of one size; else on their 48 px views. None when
     ``soft`` has no soft alpha or ``binary`` none at all.
     """
-    if not soft.hardened_grids or not binary.binary_alpha:
+    if not soft.has_alpha or soft.binary_alpha or not binary.binary_alpha:
         return None
     own, other = soft.rgba, binary.rgba
     first, second = soft.native, binary.native
