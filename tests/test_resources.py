@@ -14,6 +14,7 @@ Every image is generated here; subprocesses measure memory and are killed on pur
 
 from __future__ import annotations
 
+import concurrent.futures.process
 import json
 import os
 import signal
@@ -460,6 +461,49 @@ def test_a_dead_worker_falls_back_to_hashing_here(tmp_path: Path) -> None:
         issubclass(w.category, RuntimeWarning) and "worker processes failed" in str(w.message)
         for w in caught
     )
+
+
+@pytest.mark.slow
+@needs_two_cores
+@pytest.mark.parametrize("first_orphan", [1, 4, 10_000])
+def test_chunks_a_breaking_pool_never_finishes_are_hashed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_orphan: int
+) -> None:
+    """Python 3.11's race, played out: a pool that breaks leaves chunks pending for ever.
+
+    On 3.11 the pool marks its pending chunks failed without the lock that submit
+    takes, so a chunk submitted as a worker dies may never finish (CI hung here for
+    an hour, in test_a_dead_worker_falls_back_to_hashing_here). Here, from the
+    ``first_orphan``-th submit on, the pool accepts chunks it will never run, and a
+    moment later refuses new ones, as a broken pool does. (10,000: no chunk is
+    orphaned, the control.)
+    """
+    original = ProcessPoolExecutor.submit
+    submits = 0
+    refusing = threading.Event()
+
+    def submit(self: ProcessPoolExecutor, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        nonlocal submits
+        if refusing.is_set():
+            raise concurrent.futures.process.BrokenProcessPool("a child process terminated")
+        submits += 1
+        if submits < first_orphan:
+            return original(self, fn, *args, **kwargs)
+        if submits == first_orphan:
+            threading.Timer(0.2, refusing.set).start()
+        return Future()  # accepted, and never run
+
+    sources = _batch(tmp_path, 300) * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ImageDecodeWarning)
+        serial = hash_sources(sources, workers=1, on_error="ignore")
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", submit)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pooled = hash_sources(sources, workers=2, on_error="ignore")
+    _assert_same(serial, pooled)
+    failed = [w for w in caught if "worker processes failed" in str(w.message)]
+    assert len(failed) == (submits >= first_orphan)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX worker start")

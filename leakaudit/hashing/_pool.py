@@ -70,6 +70,9 @@ PARALLEL_MIN_ITEMS = 200
 # worker busy while results are collected in order, without queueing the whole
 # batch (each queued chunk holds its sources and a future until it runs).
 POOL_CHUNKS_PER_WORKER = 3
+# How often a wait for the pool's next result stops to ask whether the pool broke
+# (see _hash_in_pool's from_pool). Only a wait with no result for this long asks.
+_BROKEN_POLL_SECONDS = 0.5
 
 
 class _Collector:
@@ -420,6 +423,31 @@ def _hash_in_pool(
                     running.add(future)
                     submitted += 1
 
+            def from_pool(future: Future[_ChunkResult]) -> _ChunkResult | None:
+                """The chunk's result from the pool, or None if the pool broke first.
+
+                Never waits on a broken pool: on Python 3.11 a chunk submitted while
+                the pool is breaking (a worker killed, by the OOM killer say) can be
+                left pending for ever, as the pool marks its pending chunks failed
+                without holding the lock that submit takes (fixed in 3.12). So the
+                wait wakes up now and then and asks the pool whether it broke.
+                """
+                nonlocal broken
+                while not future.done() and broken is None:
+                    finished, _ = wait(
+                        running, timeout=_BROKEN_POLL_SECONDS, return_when=FIRST_COMPLETED
+                    )
+                    top_up()  # keep the workers fed meanwhile (this also sees a broken pool)
+                    if not finished and broken is None:
+                        broken = _broken_pool(pool)
+                if not future.done():
+                    return None
+                try:
+                    return future.result()
+                except BrokenProcessPool as exc:  # a worker died or could not start
+                    broken = broken or exc
+                    return None
+
             worker_results = 0
             try:
                 top_up()
@@ -455,18 +483,12 @@ def _hash_in_pool(
                     else:
                         top_up()
                         future = futures.pop(number, None)
-                        if future is None:  # the pool broke before it was given this chunk
+                        pooled = None if future is None else from_pool(future)
+                        if pooled is None:  # the pool broke before it hashed this chunk
                             result = hash_here(chunk)
                         else:
-                            while not future.done():
-                                wait(running, return_when=FIRST_COMPLETED)
-                                top_up()  # keep the workers fed meanwhile
-                            try:
-                                result = future.result()
-                                worker_results += 1
-                            except BrokenProcessPool as exc:  # a worker died or could not start
-                                broken = broken or exc
-                                result = hash_here(chunk)
+                            result = pooled
+                            worker_results += 1
                         bar.update(len(chunk))
                     errors = result[2]
                     store_pil_before(chunk[min(errors)] if errors else chunk[0])
@@ -488,6 +510,18 @@ def _hash_in_pool(
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _broken_pool(pool: ProcessPoolExecutor) -> BrokenProcessPool | None:
+    """The pool's breakage, if it broke; asked through ``submit``, which refuses a broken pool.
+
+    If the pool is fine, the no-op task this leaves is done by the next free worker.
+    """
+    try:
+        pool.submit(int)
+    except BrokenProcessPool as exc:
+        return exc
+    return None
 
 
 def _unguarded_main_hint(worker_results: int) -> str:
