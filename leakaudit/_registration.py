@@ -51,7 +51,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -66,6 +66,7 @@ __all__ = [
     "MIN_DETAIL",
     "NET_ZOOM",
     "TINY_SIDE",
+    "NetPairs",
     "Registration",
     "ThumbnailCache",
     "content_boxes",
@@ -904,19 +905,11 @@ def _scattered(values: NDArray[np.float32], at: NDArray[np.int64], n: int) -> ND
     return out
 
 
-def registered_pairs(
-    sources: Sequence[Any],
-    rows: NDArray[np.int64],
-    groups: NDArray[np.int64],
-    decode: DecodeOptions,
-    cache: ThumbnailCache | None = None,
-) -> tuple[NDArray[np.int64], Registration, int, NDArray[np.int64]]:
-    """The tiny-photo net: registered copies among ``rows`` across ``groups`` (splits).
+class NetPairs(NamedTuple):
+    """What the tiny-photo net found (:func:`registered_pairs`).
 
-    ``cache`` serves the thumbnails of unchanged files (:func:`tiny_thumbnails`).
-
-    Returns
-    -------
+    Attributes
+    ----------
     pairs : numpy.ndarray of int64, shape (k, 2)
         The accepted row pairs (``a < b``).
     registration : Registration
@@ -926,15 +919,35 @@ def registered_pairs(
     tiny : numpy.ndarray of int64
         The rows that are tiny opaque photos (the net's images), sorted.
     """
+
+    pairs: NDArray[np.int64]
+    registration: Registration
+    candidates: int
+    tiny: NDArray[np.int64]
+
+
+def registered_pairs(
+    sources: Sequence[Any],
+    rows: NDArray[np.int64],
+    groups: NDArray[np.int64],
+    decode: DecodeOptions,
+    cache: ThumbnailCache | None = None,
+) -> NetPairs:
+    """The tiny-photo net: registered copies among ``rows`` across ``groups`` (splits).
+
+    ``cache`` serves the thumbnails of unchanged files (:func:`tiny_thumbnails`).
+    """
     rows = np.asarray(rows, dtype=np.int64)
     groups = np.asarray(groups, dtype=np.int64)
     none = np.zeros((0, THUMB_SIDE, THUMB_SIDE), np.float32)
     nothing = np.zeros(0, dtype=np.int64)
     if len(np.unique(groups[rows])) < 2:
-        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0, nothing
+        return NetPairs(np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0, nothing)
     tiny, thumbs = tiny_thumbnails(sources, rows, decode, cache)
     if len(np.unique(groups[tiny])) < 2:
-        return np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0, np.sort(tiny)
+        return NetPairs(
+            np.zeros((0, 2), dtype=np.int64), register_pairs(none, none), 0, np.sort(tiny)
+        )
     spectrum = spectrum_descriptors(thumbs)
     local = np.unique(
         np.concatenate(
@@ -991,4 +1004,4 @@ def registered_pairs(
             for name in ("correlation", "detail", "scale", "shift", "overlap")
         )
     )
-    return np.sort(tiny[local[keep]], axis=1), kept, len(local), np.sort(tiny)
+    return NetPairs(np.sort(tiny[local[keep]], axis=1), kept, len(local), np.sort(tiny))

@@ -268,10 +268,11 @@ def _with_registered(
     """``verified`` with the tiny-photo net's registered pairs added as edges, and
     the rows that are tiny photos (:func:`leakaudit._registration.registered_pairs`)."""
     codes, _ = pd.factorize(pd.Series(list(splits), dtype=object))
-    pairs, found, candidates, tiny = registered_pairs(
+    net = registered_pairs(
         sources, rows, np.asarray(codes, dtype=np.int64), decode, thumbnail_cache
     )
-    if candidates == 0:
+    pairs, found, tiny = net.pairs, net.registration, net.tiny
+    if net.candidates == 0:
         return verified, tiny
     edges = verified.edges
     have = set(zip(edges["row_a"].tolist(), edges["row_b"].tolist(), strict=True))
@@ -303,8 +304,8 @@ def _with_registered(
     return dataclasses.replace(
         verified,
         edges=edges,
-        n_candidates=verified.n_candidates + candidates - already,
-        n_rejected=verified.n_rejected + candidates - len(pairs),
+        n_candidates=verified.n_candidates + net.candidates - already,
+        n_rejected=verified.n_rejected + net.candidates - len(pairs),
         stages=[*verified.stages, "registered"],
     ), tiny
 

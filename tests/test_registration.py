@@ -14,6 +14,7 @@ import leakaudit
 from leakaudit._registration import (
     NET_ZOOM,
     THUMB_SIDE,
+    NetPairs,
     content_boxes,
     flat_share,
     layout_descriptors,
@@ -609,14 +610,16 @@ def test_a_pair_of_tiny_photos_links_whatever_its_support(
 
     real = graph.registered_pairs
 
-    def one_pair(*args: object, **kwargs: object) -> tuple[object, ...]:
+    def one_pair(*args: object, **kwargs: object) -> NetPairs:
         # The net as it behaves on larger families: it registers one pair of them.
-        pairs, found, candidates, tiny = real(*args, **kwargs)  # type: ignore[arg-type]
-        assert len(pairs) >= 1
+        net = real(*args, **kwargs)  # type: ignore[arg-type]
+        assert len(net.pairs) >= 1
+        found = net.registration
         first = dataclasses.replace(
             found, **{f.name: getattr(found, f.name)[:1] for f in dataclasses.fields(found)}
         )
-        return pairs[:1], first, candidates, tiny if tiny_exempt else tiny[:0]
+        tiny = net.tiny if tiny_exempt else net.tiny[:0]
+        return NetPairs(net.pairs[:1], first, net.candidates, tiny)
 
     monkeypatch.setattr(graph, "registered_pairs", one_pair)
     report = leakaudit.audit_splits(
