@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -163,16 +164,10 @@ def sscd_columns(
 
 
 #: The rules users would pick instead: ``imagehash`` on a plain ``Image.open``, any two
-#: images within 5 bits linked, transitively (leakcheck's pHash rule, the R package's dHash).
+#: images within 5 bits linked, transitively (leakcheck's pHash rule, the R package's
+#: dHash): each column's name and its hash (a field of ``bench_quality.Hashes``).
 BASELINES = (("imagehash pHash <= 5", "phash"), ("imagehash dHash <= 5", "dhash"))
 BASELINE_THRESHOLD = 5
-
-
-def _imagehash_row(path: Path) -> tuple[str, str]:
-    import imagehash
-
-    with Image.open(path) as image:
-        return str(imagehash.phash(image)), str(imagehash.dhash(image))
 
 
 def baseline_columns(
@@ -180,25 +175,22 @@ def baseline_columns(
 ) -> list[tuple[str, dict[str, float]]]:
     """Each baseline rule's groups over the same files, scored as the audit is.
 
-    The hashes of one pass serve both rules; each column's time is that pass (the hashing
-    is what costs) plus its own grouping, by leakaudit's exact search over the hashes.
+    One pass of ``bench_quality.hash_reference`` serves both rules; each column's time is
+    that pass (the hashing is what costs) plus its own grouping by ``find_duplicate_groups``.
     """
-    from concurrent.futures import ProcessPoolExecutor
+    from bench_quality import hash_reference
 
     from leakaudit import find_duplicate_groups
 
-    start = time.perf_counter()
-    with ProcessPoolExecutor(workers) as pool:
-        rows = list(pool.map(_imagehash_row, [data / p for p in paths], chunksize=256))
-    hashing = time.perf_counter() - start
+    reference = hash_reference([str(data / p) for p in paths], workers or os.cpu_count() or 1)
     columns = []
-    for k, (name, kind) in enumerate(BASELINES):
+    for name, field in BASELINES:
         start = time.perf_counter()
-        frame = pd.DataFrame({"path": paths, "hash": [row[k] for row in rows]})
+        hexes = [f"{int(value):016x}" for value in getattr(reference, field)]
+        frame = pd.DataFrame({"path": paths, "hash": hexes})
         groups = find_duplicate_groups(frame, threshold=BASELINE_THRESHOLD)[["path", "group_id"]]
         figures = score(groups, cifair, extra)[0]
-        figures["audit_seconds"] = hashing + time.perf_counter() - start
-        figures["hash"] = kind
+        figures["audit_seconds"] = reference.seconds + time.perf_counter() - start
         columns.append((name, figures))
     return columns
 
