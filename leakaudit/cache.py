@@ -691,9 +691,8 @@ class HashCache:
 
     def _prepare(self, db: sqlite3.Connection) -> None:
         """Check the file is our cache (or empty: create it) and switch it to WAL."""
-        application_id = db.execute("PRAGMA application_id").fetchone()[0]
-        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        if not tables and application_id == 0:
+        application_id, version, has_tables = _identity(db)
+        if not has_tables and application_id == 0:
             with _transaction(db):
                 # Re-checked inside the write lock: another process may have just done it.
                 if not db.execute("SELECT name FROM sqlite_master").fetchall():
@@ -702,8 +701,7 @@ class HashCache:
                         db.execute(_SIDE_SCHEMA.format(table=side))
                     db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
                     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            application_id = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
+            application_id, version, has_tables = _identity(db)
         columns = tuple(row[1] for row in db.execute("PRAGMA table_info(entries)").fetchall())
         if application_id != _APPLICATION_ID or version != SCHEMA_VERSION:
             raise _Damaged(
@@ -807,6 +805,28 @@ def _select_keys(
                 (context, *batch),
             ).fetchall()
     return rows
+
+
+def _identity(db: sqlite3.Connection) -> tuple[int, int, bool]:
+    """``(application_id, user_version, has tables)`` of the file, read from one snapshot.
+
+    Read one by one, outside a transaction, a process can see the header of an empty
+    file and then the tables another process has just committed: a cache being built
+    would look damaged and be set aside (losing what the other process stored).
+    """
+    db.execute("BEGIN")  # deferred: the first read below takes one shared snapshot
+    try:
+        has_tables = bool(
+            db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        )
+        application_id = int(db.execute("PRAGMA application_id").fetchone()[0])
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    except BaseException:
+        with suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return application_id, version, has_tables
 
 
 @contextmanager

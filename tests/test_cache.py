@@ -486,6 +486,32 @@ def test_concurrent_writers_lose_nothing_and_corrupt_nothing(tmp_path: Path) -> 
     db.close()
 
 
+def _open_at(args: tuple[str, float]) -> list[str]:
+    """Worker: open the cache at ``start`` (a shared moment); the cache warnings it raised."""
+    cache_dir, start = args
+    while time.time() < start:
+        pass
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        len(HashCache(cache_dir))
+    return [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+
+
+def test_processes_creating_one_cache_at_once_never_see_it_damaged(tmp_path: Path) -> None:
+    # A regression: each process read the file's header and its tables one by one, so a
+    # process could see the empty header and then the tables another had just created,
+    # call the new cache damaged and set it aside (half the rounds failed on 2 cores).
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(4) as pool:
+        pool.map(_open_at, [(str(tmp_path / "warm"), 0.0)] * 4)  # start the workers
+        for round_ in range(25):
+            cache_dir = str(tmp_path / f"cache{round_}")
+            start = time.time() + 0.05
+            caught = [m for ms in pool.map(_open_at, [(cache_dir, start)] * 4) for m in ms]
+            assert caught == [], f"round {round_}: {caught[0]}"
+            assert not list(Path(cache_dir).glob("*.corrupt-*"))
+
+
 def _audit_copies(args: tuple[str, dict[str, str]]) -> list[str | None]:
     cache_dir, splits = args
     with warnings.catch_warnings():
