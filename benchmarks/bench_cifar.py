@@ -195,7 +195,10 @@ def baseline_columns(
     return columns
 
 
-def print_columns(columns: list[tuple[str, dict[str, float]]]) -> None:
+def report_columns(columns: list[tuple[str, dict[str, float]]], json_path: Path | None) -> None:
+    """Print the columns side by side; write them to ``json_path`` (name -> figures) if given."""
+    if json_path is not None:
+        json_path.write_text(json.dumps(dict(columns), indent=2) + "\n")
     print(f"| CIFAR-10 dev classes | {' | '.join(name for name, _ in columns)} |")
     print("|---|" + "---:|" * len(columns))
     rows = [
@@ -322,9 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             args.meta, None if args.no_review else args.review, SSCD_REVIEW
         )
         columns = sscd_columns(args, cifair, extra)
-        print_columns(columns)
-        if args.json is not None:
-            args.json.write_text(json.dumps(dict(columns), indent=2) + "\n")
+        report_columns(columns, args.json)
         return 0
     cifair, extra = load_judgments(args.meta, None if args.no_review else args.review)
     if args.groups is not None:
@@ -358,9 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baselines:
         columns = [(args.label, figures)]
         columns += baseline_columns(args.data, list(groups["path"]), cifair, extra, args.workers)
-        print_columns(columns)
-        if args.json is not None:
-            args.json.write_text(json.dumps(dict(columns), indent=2) + "\n")
+        report_columns(columns, args.json)
         return 0
     f = figures
     print(f"| CIFAR-10 dev classes ({', '.join(DEV_CLASSES)}) | {args.label} |")

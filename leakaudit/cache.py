@@ -814,30 +814,27 @@ def _identity(db: sqlite3.Connection) -> tuple[int, int, bool]:
     file and then the tables another process has just committed: a cache being built
     would look damaged and be set aside (losing what the other process stored).
     """
-    db.execute("BEGIN")  # deferred: the first read below takes one shared snapshot
-    try:
-        has_tables = bool(
-            db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        )
+    with _transaction(db, "DEFERRED"):  # the first read takes one shared snapshot
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
         application_id = int(db.execute("PRAGMA application_id").fetchone()[0])
         version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    except BaseException:
-        with suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    return application_id, version, has_tables
+    return application_id, version, bool(tables)
 
 
 @contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    # IMMEDIATE takes the write lock up front: a deferred transaction that later
-    # upgrades can fail with SQLITE_BUSY without the busy handler ever running.
-    db.execute("BEGIN IMMEDIATE")
+def _transaction(db: sqlite3.Connection, begin: str = "IMMEDIATE") -> Iterator[None]:
+    """One transaction: committed, or rolled back when the body raises.
+
+    ``IMMEDIATE`` (for writes) takes the write lock up front: a deferred transaction that
+    later upgrades can fail with SQLITE_BUSY without the busy handler ever running.
+    ``DEFERRED`` (for reads) takes a shared snapshot at its first read.
+    """
+    db.execute(f"BEGIN {begin}")
     try:
         yield
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite ends it by itself after some errors (e.g. busy, full)
+            db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
 
