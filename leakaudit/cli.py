@@ -363,6 +363,11 @@ def _panel(path: str | None, caption: str, height: int, font: Any) -> Any:
     return panel
 
 
+def _caption(split: Any, path: str) -> str:
+    """A panel's caption: the split and the file name, shown as the text report shows them."""
+    return f"{printable(str(split))}: {printable(Path(path).name)}"
+
+
 def _write_side_by_side(
     report: LeakageReport, folder: Path, reference: str | None, progress: bool | None
 ) -> int:
@@ -377,10 +382,8 @@ def _write_side_by_side(
     bar = Progress(len(matches), label="--show", enabled=progress_enabled(progress, len(matches)))
     for number, row in enumerate(matches.itertuples(index=False), 1):
         path, match = str(row.path), str(row.match_path)
-        left = _panel(report.image_file(path), f"{row.split}: {Path(path).name}", 256, font)
-        right = _panel(
-            report.image_file(match), f"{row.match_split}: {Path(match).name}", 256, font
-        )
+        left = _panel(report.image_file(path), _caption(row.split, path), 256, font)
+        right = _panel(report.image_file(match), _caption(row.match_split, match), 256, font)
         footer = 24
         canvas = Image.new(
             "RGB",
