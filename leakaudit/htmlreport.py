@@ -5,7 +5,10 @@ URIs, the histogram is inline SVG, the style sheet is inline, no script), so it
 opens offline and can be attached to a bug report or a CI artifact.
 
 Every string that comes from the data (file names, split names, error
-messages, parameters) is untrusted and goes through :func:`html.escape`.
+messages, parameters) is untrusted: it is shown as the text report shows it
+(:func:`~leakaudit._text.printable`: control, bidi and other invisible format
+characters, and the undecodable bytes of a name that is not UTF-8, written as
+visible escapes such as ``\\u202e``), then goes through :func:`html.escape`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_nei
 from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
 from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
 from leakaudit._progress import Progress, progress_enabled
+from leakaudit._text import printable
 from leakaudit._validation import check_int
 from leakaudit._version import __version__
 from leakaudit.distances import PairDistances
@@ -45,8 +49,12 @@ _PALETTE = ("#0066aa", "#c05a00", "#007a5a", "#a0307a", "#5a5a00", "#4a4a9a", "#
 
 
 def _e(value: object) -> str:
-    """Escape any value for HTML text and attribute values."""
-    return html.escape(str(value), quote=True)
+    """Escape any value for HTML text and attribute values, invisible characters made visible.
+
+    A bidi override (U+202E) in a file name would otherwise reorder what the
+    page shows (``evil\u202egnp.exe`` displayed as ``evilexe.png``).
+    """
+    return html.escape(printable(str(value)), quote=True)
 
 
 def _q(value: object) -> str:
