@@ -40,13 +40,12 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._evidence import COPY_KIND, PAIR_STAGES
-from leakaudit._export_encoding import csv_safe as _csv_safe
 from leakaudit._export_encoding import encode_string as _encode_string
 from leakaudit._export_encoding import encode_value as _encode_value
-from leakaudit._export_encoding import holds_carriage_return as _holds_carriage_return
 from leakaudit._export_encoding import iter_records_json as _iter_records_json
 from leakaudit._export_encoding import json_ready as _json_ready
 from leakaudit._export_encoding import json_records as _records
+from leakaudit._export_encoding import write_csv as _write_csv
 from leakaudit._pair_evidence import Chains as _Chains
 from leakaudit._pair_evidence import EdgeIndex as _EdgeIndex
 from leakaudit._pair_evidence import PairKinds, evidence_text
@@ -161,11 +160,11 @@ PAIR_KIND_COLUMN = COPY_KIND
 #: ``via``, how many other images the shortest chain of links passes through (0 when direct;
 #: missing when unknown), and :data:`PAIR_KIND_COLUMN`.
 MATCH_EVIDENCE_COLUMNS = [*PAIR_EVIDENCE_COLUMNS, "via", PAIR_KIND_COLUMN]
-#: The columns of the CSV files (the four tables, and ``clean``'s manifest) that hold a file
-#: or split name, or text that may quote one (``error``, ``reason``; ``id``, a hash shard's
-#: image id, which ``--hashes-out`` writes as the path). A name that is not valid
-#: UTF-8 is written as its own bytes; pandas' string dtype refuses them (pandas 3 stores text
-#: in Arrow, UTF-8 only), so read these columns back as ``object``:
+#: The columns of the CSV files (the four tables, ``clean``'s manifest, the ``--show``
+#: folder's index) that hold a file or split name, or text that may quote one (``error``,
+#: ``reason``; ``id``, a hash shard's image id, which ``--hashes-out`` writes as the path).
+#: A name that is not valid UTF-8 is written as its own bytes; pandas' string dtype refuses
+#: them (pandas 3 keeps text in Arrow, UTF-8 only), so read these columns back as ``object``:
 #: ``pandas.read_csv(path, encoding_errors="surrogateescape",
 #: dtype=dict.fromkeys(NAME_COLUMNS, object))``.
 NAME_COLUMNS = (
@@ -179,6 +178,8 @@ NAME_COLUMNS = (
     "path_b",
     "splits_involved",
     "members_by_split",
+    "match_split",
+    "match_path",
     "old_path",
     "new_path",
     "old_split",
@@ -702,7 +703,7 @@ def leak_matches(
             records["distance"].append(int(distance[best]))
     # The names column by column: a frame built from records infers a string dtype that
     # refuses the surrogate escapes of names that are not UTF-8 (pandas 3 with pyarrow).
-    frame = pd.DataFrame(
+    frame: pd.DataFrame = pd.DataFrame(
         {
             name: _text_column(np.array(values, dtype=object))
             if name in _MATCH_TEXT_COLUMNS
@@ -872,10 +873,5 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
                     targets[name], "w", encoding="utf-8", errors="surrogateescape", newline=""
                 )
             )
-            safe, header = _csv_safe(frame)
-            # Python's csv writer quotes a field holding a character of the line
-            # terminator: with "\n" alone, a carriage return in a file name went
-            # out bare and readers split the row there.
-            terminator = "\r\n" if _holds_carriage_return(safe) else "\n"
-            safe.to_csv(handle, index=False, header=header, lineterminator=terminator)
+            _write_csv(handle, frame)
     return [targets[name] for name, _ in frames]

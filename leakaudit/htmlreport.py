@@ -42,7 +42,20 @@ from leakaudit.policy import DEFAULT_THRESHOLDS
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 
-__all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
+__all__ = [
+    "MAX_GROUPS_SHOWN",
+    "MAX_MEMBERS_SHOWN",
+    "NearestNeighbourDistances",
+    "nearest_neighbour_distances",
+    "render_html",
+    "write_html",
+]
+
+#: Groups pictured per section by default (the rest are counted in a note), here and in
+#: ``--show``: enough to judge a dataset's leaks by eye, while a page or folder stays small.
+MAX_GROUPS_SHOWN = 100
+#: Members of a group pictured by default (the rest listed by name), here and in ``--show``.
+MAX_MEMBERS_SHOWN = 8
 
 # Badge colours, one per split in order (colour-blind-friendly Okabe-Ito, darkened for white text).
 _PALETTE = ("#0066aa", "#c05a00", "#007a5a", "#a0307a", "#5a5a00", "#4a4a9a", "#8a3a1a", "#336")
@@ -897,8 +910,8 @@ def render_html(
     report: LeakageReport,
     *,
     title: str = "leakaudit report",
-    max_groups: int = 100,
-    max_members: int = 8,
+    max_groups: int = MAX_GROUPS_SHOWN,
+    max_members: int = MAX_MEMBERS_SHOWN,
     thumbnail_size: int = 96,
     nn_sample: int = 2000,
     progress: bool | None = False,
