@@ -1,11 +1,11 @@
 """``--show DIR``: a side-by-side PNG of leaked images and their closest match, capped.
 
-Each picture costs about 25 ms and 130 KB; 20,000 identical images in one
-group made 13,333 of them (1.7 GB, 5.5 minutes) before the cap. So by default
-only the groups the HTML report pictures are drawn: the strongest
+Each picture is about 115 KB and takes 25-130 ms; 20,000 identical images in
+one group made 13,333 of them (1.7 GB, 5.5 minutes) before the cap. So by
+default only the groups the HTML report pictures are drawn: the strongest
 :data:`~leakaudit.htmlreport.MAX_GROUPS_SHOWN` leaked groups in the report's
 order, at most :data:`~leakaudit.htmlreport.MAX_MEMBERS_SHOWN` images of each
-(taken from its splits in turn); at most 800 pictures, about 100 MB. The
+(taken from its splits in turn); at most 800 pictures, about 90 MB. The
 folder's ``index.csv`` lists every leaked image and its match, with the
 picture's file name, or none where it was left out, so nothing is dropped
 unsaid.
