@@ -391,7 +391,8 @@ def hash_ray_dataset(
     image_column : str, default "image"
         Encoded bytes, numpy arrays, paths or ``{"bytes", "path"}`` structs.
     split_column : str, default "split"
-        Each row's split.
+        Each row's split (a missing one is written as null, which grouping the
+        hashes refuses, naming the row).
     id_column : str, optional
         Unique row ids (strings or integers); default an ``id`` column, else
         the path column, else the image column when it holds paths.

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from leakaudit import __version__
+from leakaudit._show import INDEX_NAME
 from leakaudit._text import printable
 from leakaudit.cleaning import CLEAN_POLICIES
 from leakaudit.cleantree import MANIFEST_NAME
+from leakaudit.htmlreport import MAX_GROUPS_SHOWN, MAX_MEMBERS_SHOWN
 from leakaudit.policy import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS
 from leakaudit.verify import VerifyOptions
 
@@ -48,6 +50,19 @@ def _fail_limit(text: str) -> tuple[float, bool]:
             f"must be a number of images >= 0 or a percentage in [0%, 100%]; got {text!r}"
         )
     return value, is_percent
+
+
+def _show_limit(text: str) -> int | None:
+    """``--show-limit``: a number of groups, or None (``0`` or ``all``) for every one."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 or 'all', got {text!r}")
+    return value or None
 
 
 def _threshold_rule(text: str) -> tuple[str | None, int]:
@@ -264,7 +279,17 @@ def _add_outputs(parser: argparse.ArgumentParser, *, hashes_out: bool = False) -
         "--show",
         type=Path,
         metavar="DIR",
-        help="save a side-by-side PNG of each leaked image and its closest match in DIR",
+        help="save a side-by-side PNG of leaked images and their closest match in DIR, and "
+        f"DIR/{INDEX_NAME} listing every leaked image (with its PNG, if drawn)",
+    )
+    outputs.add_argument(
+        "--show-limit",
+        type=_show_limit,
+        default=MAX_GROUPS_SHOWN,
+        metavar="N|all",
+        help=f"with --show, picture the N strongest leaked groups, at most {MAX_MEMBERS_SHOWN} "
+        "images of each (as the HTML report); 0 or 'all' pictures every leaked image "
+        f"(default: {MAX_GROUPS_SHOWN})",
     )
     outputs.add_argument("--quiet", action="store_true", help="no progress bars or info messages")
     outputs.add_argument(

@@ -8,7 +8,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,7 @@ __all__ = [
     "iter_records_json",
     "json_ready",
     "json_records",
+    "write_csv",
 ]
 
 
@@ -239,3 +240,20 @@ def holds_carriage_return(frame: pd.DataFrame) -> bool:
         if "\r" in "".join(present):
             return True
     return False
+
+
+def write_csv(handle: IO[str], frame: pd.DataFrame) -> None:
+    """Write ``frame`` as CSV to ``handle``, as every CSV of leakaudit is written.
+
+    ``handle`` is a text file opened with ``newline=""`` and
+    ``errors="surrogateescape"`` (a name that is not UTF-8 written as its own
+    bytes). Cells a spreadsheet would run as a formula are quoted
+    (:func:`csv_safe`); a file whose cells hold a carriage return ends its
+    lines with ``\\r\\n``, which makes the writer quote each cell holding one.
+    """
+    safe, header = csv_safe(frame)
+    # Python's csv writer quotes a field holding a character of the line
+    # terminator: with "\n" alone, a carriage return in a file name went
+    # out bare and readers split the row there.
+    terminator = "\r\n" if holds_carriage_return(safe) else "\n"
+    safe.to_csv(handle, index=False, header=header, lineterminator=terminator)

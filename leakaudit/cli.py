@@ -34,6 +34,7 @@ from leakaudit._cli_parser import (
 from leakaudit._cli_parser import threshold_spec as _threshold_spec
 from leakaudit._cli_parser import verify_spec as _verify_spec
 from leakaudit._progress import Progress, progress_enabled
+from leakaudit._show import INDEX_NAME, write_side_by_side
 from leakaudit._text import first_few, printable
 from leakaudit.audit import audit_splits, hashing_options, wants_crop_entries
 from leakaudit.cache import CACHE_DIR_ENV, default_cache_dir, hash_sources_cached
@@ -51,7 +52,7 @@ from leakaudit.cleantree import (
 from leakaudit.demo import build_demo_dataset
 from leakaudit.export import csv_paths, evidence_text, leak_matches, write_csv_tables, write_json
 from leakaudit.frames import hash_values_from_frame
-from leakaudit.htmlreport import write_html
+from leakaudit.htmlreport import MAX_MEMBERS_SHOWN, write_html
 from leakaudit.listing import find_split_folders
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import DEFAULT_PRIORITY, SPLIT_ALIASES, match_priority
@@ -296,8 +297,7 @@ def _write_outputs(
     if args.html is not None:
         log.info("wrote %s", write_html(report, args.html, progress=_progress(args)))
     if args.show is not None:
-        count = _write_side_by_side(report, args.show, reference, _progress(args))
-        log.info("wrote %d side-by-side image(s) to %s", count, args.show)
+        _write_side_by_side(report, args, reference)
 
 
 def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
@@ -323,83 +323,40 @@ def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- --show
 
 
-def _load_font(size: int) -> Any:
-    from PIL import ImageFont
-
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1 has only the fixed bitmap font
-        return ImageFont.load_default()
-
-
-def _panel(path: str | None, caption: str, height: int, font: Any) -> Any:
-    """One half of a side-by-side image: the picture fitted to ``height``, captioned above.
-
-    ``path`` None (a file the report may not read) gets the grey panel.
-    """
-    from PIL import Image, ImageDraw, ImageOps
-
-    strip = 26
-    try:
-        if path is None:
-            raise FileNotFoundError("not read")
-        with Image.open(path) as opened:
-            opened.draft("RGB", (height * 2, height * 2))
-            picture = ImageOps.exif_transpose(opened).convert("RGB")
-        # Both halves at the same height (small images enlarged) so they compare at a glance.
-        scale = min(height / picture.height, 2 * height / picture.width)
-        size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
-        picture = picture.resize(size, Image.Resampling.LANCZOS)
-    except Exception:  # an unreadable file still gets a labelled (grey) panel
-        picture = Image.new("RGB", (height, height), (200, 200, 200))
-    width = max(picture.width, 240)
-    panel = Image.new("RGB", (width, picture.height + strip), (255, 255, 255))
-    panel.paste(picture, ((width - picture.width) // 2, strip))
-    draw = ImageDraw.Draw(panel)
-    text = caption
-    while len(text) > 8 and draw.textlength(text, font=font) > width - 8:
-        text = "..." + text[4:]  # keep the end of the path: the file name matters most
-    draw.text((4, 5), text, fill=(0, 0, 0), font=font)
-    return panel
-
-
 def _write_side_by_side(
-    report: LeakageReport, folder: Path, reference: str | None, progress: bool | None
-) -> int:
-    from PIL import Image, ImageDraw
-
-    matches = leak_matches(report, reference)
+    report: LeakageReport, args: argparse.Namespace, reference: str | None
+) -> None:
     if "images_root" in report.parameters and report.parameters["images_root"] is None:
         log.warning("--show: no image read (no --images-root given): no side-by-side images")
-        return 0
-    folder.mkdir(parents=True, exist_ok=True)
-    font = _load_font(14)
-    bar = Progress(len(matches), label="--show", enabled=progress_enabled(progress, len(matches)))
-    for number, row in enumerate(matches.itertuples(index=False), 1):
-        path, match = str(row.path), str(row.match_path)
-        left = _panel(report.image_file(path), f"{row.split}: {Path(path).name}", 256, font)
-        right = _panel(
-            report.image_file(match), f"{row.match_split}: {Path(match).name}", 256, font
+        return
+    shown = write_side_by_side(
+        report,
+        args.show,
+        reference=reference,
+        max_groups=args.show_limit,
+        progress=_progress(args),
+    )
+    log.info(
+        "wrote %d side-by-side image(s) to %s, listed in %s",
+        shown.pictures,
+        printable(str(args.show)),
+        INDEX_NAME,
+    )
+    if shown.images_left_out:
+        log.warning(
+            "--show drew %d of the %d side-by-side images (a leaked image and its closest "
+            "match): the %d strongest of %d leaked group(s), at most %d each; the other %d "
+            "(%d whole group(s)) are listed in %s without a file (--show-limit N draws N "
+            "groups, --show-limit all every image)",
+            shown.pictures,
+            shown.images,
+            shown.groups_pictured,
+            shown.groups,
+            MAX_MEMBERS_SHOWN,
+            shown.images_left_out,
+            shown.groups_left_out,
+            printable(str(shown.index_file)),
         )
-        footer = 24
-        canvas = Image.new(
-            "RGB",
-            (left.width + right.width + 12, max(left.height, right.height) + footer),
-            (255, 255, 255),
-        )
-        canvas.paste(left, (0, 0))
-        canvas.paste(right, (left.width + 12, 0))
-        ImageDraw.Draw(canvas).text(
-            (4, canvas.height - footer + 4),
-            f"group {row.group_id}, distance {row.distance}",
-            fill=(160, 0, 0),
-            font=font,
-        )
-        with atomic_open(folder / f"leak_{number:04d}_group{row.group_id}.png", "wb") as handle:
-            canvas.save(handle, format="PNG")
-        bar.update()
-    bar.close()
-    return len(matches)
 
 
 # -------------------------------------------------------------------- commands

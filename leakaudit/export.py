@@ -40,13 +40,12 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._evidence import COPY_KIND, PAIR_STAGES
-from leakaudit._export_encoding import csv_safe as _csv_safe
 from leakaudit._export_encoding import encode_string as _encode_string
 from leakaudit._export_encoding import encode_value as _encode_value
-from leakaudit._export_encoding import holds_carriage_return as _holds_carriage_return
 from leakaudit._export_encoding import iter_records_json as _iter_records_json
 from leakaudit._export_encoding import json_ready as _json_ready
 from leakaudit._export_encoding import json_records as _records
+from leakaudit._export_encoding import write_csv as _write_csv
 from leakaudit._pair_evidence import Chains as _Chains
 from leakaudit._pair_evidence import EdgeIndex as _EdgeIndex
 from leakaudit._pair_evidence import PairKinds, evidence_text
@@ -73,6 +72,7 @@ __all__ = [
     "IMAGE_COLUMNS",
     "MATCH_COLUMNS",
     "MATCH_EVIDENCE_COLUMNS",
+    "NAME_COLUMNS",
     "PAIR_COLUMNS",
     "PAIR_EVIDENCE_COLUMNS",
     "PAIR_KIND_COLUMN",
@@ -136,6 +136,7 @@ SPLIT_COLUMNS = [
     "n_within_split_duplicates",
 ]
 MATCH_COLUMNS = ["group_id", "split", "path", "match_split", "match_path", "distance"]
+_MATCH_TEXT_COLUMNS = frozenset({"split", "path", "match_split", "match_path"})
 #: Columns the pairs table gains when the report has verified edges: ``direct`` (the pair is a
 #: verified edge: it links directly), ``evidence`` (the stage that accepted it, or
 #: ``"transitive"``), ``evidence_similarity`` (the pixel check's score, or the embedding's
@@ -159,6 +160,32 @@ PAIR_KIND_COLUMN = COPY_KIND
 #: ``via``, how many other images the shortest chain of links passes through (0 when direct;
 #: missing when unknown), and :data:`PAIR_KIND_COLUMN`.
 MATCH_EVIDENCE_COLUMNS = [*PAIR_EVIDENCE_COLUMNS, "via", PAIR_KIND_COLUMN]
+#: The columns of the CSV files (the four tables, ``clean``'s manifest, the ``--show``
+#: folder's index) that hold a file or split name, or text that may quote one (``error``,
+#: ``reason``; ``id``, a hash shard's image id, which ``--hashes-out`` writes as the path).
+#: A name that is not valid UTF-8 is written as its own bytes; pandas' string dtype refuses
+#: them (pandas 3 keeps text in Arrow, UTF-8 only), so read these columns back as ``object``:
+#: ``pandas.read_csv(path, encoding_errors="surrogateescape",
+#: dtype=dict.fromkeys(NAME_COLUMNS, object))``.
+NAME_COLUMNS = (
+    "path",
+    "split",
+    "error",
+    "id",
+    "split_a",
+    "path_a",
+    "split_b",
+    "path_b",
+    "splits_involved",
+    "members_by_split",
+    "match_split",
+    "match_path",
+    "old_path",
+    "new_path",
+    "old_split",
+    "new_split",
+    "reason",
+)
 
 
 def _empty(columns: list[str]) -> pd.DataFrame:
@@ -640,7 +667,7 @@ def leak_matches(
     by_group, splits, paths = _member_index(table)
     edges = _EdgeIndex(report.edges if evidence else None)
     chains = _Chains(edges) if edges.present else None
-    records: list[dict[str, Any]] = []
+    records: dict[str, list[Any]] = {name: [] for name in MATCH_COLUMNS}
     matched: list[tuple[int, int]] = []
     via: list[Any] = []
     for group_id in _ordered_groups(report):
@@ -670,17 +697,21 @@ def leak_matches(
                     best, hops = int(np.flatnonzero(ref == origin)[0]), steps - 1
             matched.append((int(row), int(ref[best])))
             via.append(hops)
-            records.append(
-                {
-                    "group_id": group_id,
-                    "split": splits[row],
-                    "path": paths[row],
-                    "match_split": home,
-                    "match_path": paths[ref[best]],
-                    "distance": int(distance[best]),
-                }
-            )
-    frame: pd.DataFrame = pd.DataFrame(records, columns=MATCH_COLUMNS)
+            found_row = (group_id, splits[row], paths[row], home, paths[ref[best]])
+            for name, value in zip(MATCH_COLUMNS, found_row, strict=False):
+                records[name].append(value)
+            records["distance"].append(int(distance[best]))
+    # The names column by column: a frame built from records infers a string dtype that
+    # refuses the surrogate escapes of names that are not UTF-8 (pandas 3 with pyarrow).
+    frame: pd.DataFrame = pd.DataFrame(
+        {
+            name: _text_column(np.array(values, dtype=object))
+            if name in _MATCH_TEXT_COLUMNS
+            else pd.Series(values)
+            for name, values in records.items()
+        },
+        columns=MATCH_COLUMNS,
+    )
     if evidence:
         pairs = np.array(matched, dtype=np.int64).reshape(-1, 2)
         a, b = pairs[:, 0], pairs[:, 1]
@@ -820,7 +851,8 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
     File names that are not valid UTF-8 are written as their original bytes
     (``surrogateescape``), so a tool reading the file as bytes can open the
     files it names; the CSV is then not valid UTF-8 in those cells (unlike the
-    JSON output, see :func:`report_dict`).
+    JSON output, see :func:`report_dict`); read such a file back with
+    ``encoding_errors="surrogateescape"`` and the :data:`NAME_COLUMNS` as ``object``.
 
     All four files are written first to temporary files beside their targets
     and then renamed over them (:func:`~leakaudit.safe_io.atomic_open`): a
@@ -841,10 +873,5 @@ def write_csv_tables(report: LeakageReport, path: str | Path) -> list[Path]:
                     targets[name], "w", encoding="utf-8", errors="surrogateescape", newline=""
                 )
             )
-            safe, header = _csv_safe(frame)
-            # Python's csv writer quotes a field holding a character of the line
-            # terminator: with "\n" alone, a carriage return in a file name went
-            # out bare and readers split the row there.
-            terminator = "\r\n" if _holds_carriage_return(safe) else "\n"
-            safe.to_csv(handle, index=False, header=header, lineterminator=terminator)
+            _write_csv(handle, frame)
     return [targets[name] for name, _ in frames]

@@ -5,7 +5,10 @@ URIs, the histogram is inline SVG, the style sheet is inline, no script), so it
 opens offline and can be attached to a bug report or a CI artifact.
 
 Every string that comes from the data (file names, split names, error
-messages, parameters) is untrusted and goes through :func:`html.escape`.
+messages, parameters) is untrusted: it is shown as the text report shows it
+(:func:`~leakaudit._text.printable`: control, bidi and other invisible format
+characters, and the undecodable bytes of a name that is not UTF-8, written as
+visible escapes such as ``\\u202e``), then goes through :func:`html.escape`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_nei
 from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
 from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
 from leakaudit._progress import Progress, progress_enabled
+from leakaudit._text import printable
 from leakaudit._validation import check_int
 from leakaudit._version import __version__
 from leakaudit.distances import PairDistances
@@ -38,15 +42,32 @@ from leakaudit.policy import DEFAULT_THRESHOLDS
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
 
-__all__ = ["NearestNeighbourDistances", "nearest_neighbour_distances", "render_html", "write_html"]
+__all__ = [
+    "MAX_GROUPS_SHOWN",
+    "MAX_MEMBERS_SHOWN",
+    "NearestNeighbourDistances",
+    "nearest_neighbour_distances",
+    "render_html",
+    "write_html",
+]
+
+#: Groups pictured per section by default (the rest are counted in a note), here and in
+#: ``--show``: enough to judge a dataset's leaks by eye, while a page or folder stays small.
+MAX_GROUPS_SHOWN = 100
+#: Members of a group pictured by default (the rest listed by name), here and in ``--show``.
+MAX_MEMBERS_SHOWN = 8
 
 # Badge colours, one per split in order (colour-blind-friendly Okabe-Ito, darkened for white text).
 _PALETTE = ("#0066aa", "#c05a00", "#007a5a", "#a0307a", "#5a5a00", "#4a4a9a", "#8a3a1a", "#336")
 
 
 def _e(value: object) -> str:
-    """Escape any value for HTML text and attribute values."""
-    return html.escape(str(value), quote=True)
+    """Escape any value for HTML text and attribute values, invisible characters made visible.
+
+    A bidi override (U+202E) in a file name would otherwise reorder what the
+    page shows (``evil\u202egnp.exe`` displayed as ``evilexe.png``).
+    """
+    return html.escape(printable(str(value)), quote=True)
 
 
 def _q(value: object) -> str:
@@ -889,8 +910,8 @@ def render_html(
     report: LeakageReport,
     *,
     title: str = "leakaudit report",
-    max_groups: int = 100,
-    max_members: int = 8,
+    max_groups: int = MAX_GROUPS_SHOWN,
+    max_members: int = MAX_MEMBERS_SHOWN,
     thumbnail_size: int = 96,
     nn_sample: int = 2000,
     progress: bool | None = False,

@@ -201,7 +201,11 @@ def test_all_outputs_have_the_documented_columns(
     )
     assert (out / "r.html").read_text().count('class="group leaked"') == 2
     shown = sorted(p.name for p in (out / "pairs").iterdir())
-    assert len(shown) == 2 and all(name.endswith(".png") for name in shown)
+    assert shown[0] == "index.csv" and len(shown) == 3
+    assert all(name.endswith(".png") for name in shown[1:])
+    index = pd.read_csv(out / "pairs" / "index.csv")
+    assert list(index.columns) == [*export.MATCH_COLUMNS, "file"]
+    assert sorted(index["file"]) == shown[1:]
 
 
 def test_readme_documents_every_output_column() -> None:
@@ -423,3 +427,73 @@ def test_single_split_is_named_as_such(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["scan", str(tmp_path), "--workers", "1", "--no-cache"]) == 0
     err = capsys.readouterr().err
     assert "only one split folder (train)" in err and "nothing can leak across splits" in err
+
+
+@pytest.fixture(scope="module")
+def clumped_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One photo copied into val and test six times each, and two leaked pairs besides."""
+    root = tmp_path_factory.mktemp("show-cap")
+    for split in ("train", "val", "test"):
+        (root / split).mkdir()
+    clump = imagegen.encode(imagegen.photo_like(40, (64, 48)), "PNG")
+    (root / "train" / "clump.png").write_bytes(clump)
+    for i in range(6):
+        (root / "val" / f"clump{i}.png").write_bytes(clump)
+        (root / "test" / f"clump{i}.png").write_bytes(clump)
+    for seed in (41, 42):
+        pair = imagegen.encode(imagegen.photo_like(seed, (64, 48)), "PNG")
+        (root / "train" / f"p{seed}.png").write_bytes(pair)
+        (root / "test" / f"p{seed}.png").write_bytes(pair)
+    return root
+
+
+def _shown(folder: Path) -> tuple[pd.DataFrame, list[str]]:
+    index = pd.read_csv(folder / "index.csv", keep_default_na=False)
+    return index, sorted(path.name for path in folder.glob("leak_*.png"))
+
+
+def test_show_is_capped_and_says_what_it_left_out(
+    clumped_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35, point 9: --show drew one PNG per leaked image with no cap (20,000 identical
+    images: 13,333 PNGs, 1.7 GB, 5.5 minutes)."""
+    base = ["scan", str(clumped_root), "--workers", "1", "--no-cache"]
+    capsys.readouterr()
+    # The default: up to 100 groups, at most 8 images of each (as the HTML report).
+    assert main([*base, "--show", str(tmp_path / "d")]) == 0
+    err = capsys.readouterr().err
+    index, pictures = _shown(tmp_path / "d")
+    assert list(index.columns) == [*export.MATCH_COLUMNS, "file"]
+    assert len(index) == 14 and index["group_id"].nunique() == 3  # every leaked image listed
+    drawn = index[index["file"] != ""]
+    assert sorted(drawn["file"]) == pictures and len(pictures) == 10
+    clump = drawn[drawn["path"].str.contains("clump")]
+    assert clump["split"].value_counts().to_dict() == {"val": 4, "test": 4}  # splits in turn
+    assert "--show drew 10 of the 14 side-by-side images" in err
+    assert "the 3 strongest of 3 leaked group(s), at most 8 each; the other 4 (0 whole" in err
+    # --show-limit 1: the strongest group only; the others listed without a file.
+    assert main([*base, "--show", str(tmp_path / "one"), "--show-limit", "1"]) == 0
+    err = capsys.readouterr().err
+    index, pictures = _shown(tmp_path / "one")
+    first = index["group_id"].iloc[0]
+    assert len(index) == 14 and set(index.loc[index["file"] != "", "group_id"]) == {first}
+    assert len(pictures) == min(8, int((index["group_id"] == first).sum()))
+    left = 14 - len(pictures)
+    assert f"the 1 strongest of 3 leaked group(s), at most 8 each; the other {left} " in err
+    assert "(2 whole group(s))" in err
+    # all (or 0): every leaked image, nothing said left out.
+    for limit in ("all", "0"):
+        folder = tmp_path / f"every-{limit}"
+        assert main([*base, "--show", str(folder), "--show-limit", limit]) == 0
+        assert "--show drew" not in capsys.readouterr().err
+        index, pictures = _shown(folder)
+        assert len(pictures) == len(index) == 14 and (index["file"] != "").all()
+
+
+@pytest.mark.parametrize("value", ["-1", "many", "1.5"])
+def test_show_limit_rejects_bad_values(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["scan", str(tmp_path), "--show", str(tmp_path / "s"), "--show-limit", value]
+    assert main(argv) == 2
+    assert f"expected a whole number >= 0 or 'all', got {value!r}" in capsys.readouterr().err

@@ -267,3 +267,30 @@ def test_group_duplicated_column_is_one_line_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "part-1.parquet: column 'phash' appears 2 times" in err[0]
+
+
+def test_group_refuses_a_shard_with_a_null_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35, point 5: a null split hid the leak of its row: "No leakage: none of 13
+    images", and --fail-on-leak exited 0."""
+    shard = pa.table(
+        {
+            "id": ["a", "other", "b", "b-copy"],
+            "split": pa.array(["train", "test", "train", None], pa.string()),
+            "phash": pa.array([1, 2**63 - 1, 2**40, 2**40], pa.uint64()),
+            "dhash": pa.array([1, 2**63 - 1, 2**40, 2**40], pa.uint64()),
+            "error": pa.array([None] * 4, pa.string()),
+        }
+    )
+    folder = tmp_path / "hashes"
+    folder.mkdir()
+    pq.write_table(shard, folder / "part-0.parquet")
+    capsys.readouterr()
+    assert main(["group", str(folder), "--quiet", "--fail-on-leak"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"leakaudit: error: {folder / 'part-0.parquet'}: column 'split' must not be null; "
+        "row 3 (id 'b-copy') is.\n"
+    )

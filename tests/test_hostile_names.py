@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import imagegen
@@ -19,8 +20,17 @@ import pandas as pd
 import pytest
 
 from leakaudit import dhash_audit
+from leakaudit.cleantree import MANIFEST_COLUMNS, MANIFEST_NAME
 from leakaudit.cli import main
-from leakaudit.export import csv_paths, write_csv_tables
+from leakaudit.export import (
+    GROUP_COLUMNS,
+    IMAGE_COLUMNS,
+    NAME_COLUMNS,
+    PAIR_COLUMNS,
+    SPLIT_COLUMNS,
+    csv_paths,
+    write_csv_tables,
+)
 
 pytest.importorskip("pyarrow")
 
@@ -160,3 +170,80 @@ def test_hashes_out_and_group_keep_non_utf8_names(tmp_path: Path) -> None:
         assert len(pairs) == 1
         html = (out / f"{prefix}.html").read_text(encoding="utf-8")
         assert "fe.png<" in html  # escaped, in a file that is valid UTF-8
+
+
+@pytest.fixture(params=[True, False], ids=["arrow-strings", "object-strings"])
+def string_inference(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Run under pandas' default text inference (pyarrow-backed ``str`` in pandas 3) and without."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the option is deprecated in pandas 3 (always on in 4)
+        try:
+            previous = pd.get_option("future.infer_string")
+        except KeyError:  # pandas < 2.1
+            pytest.skip("this pandas has no future.infer_string option")
+        pd.set_option("future.infer_string", request.param)
+    try:
+        yield bool(request.param)
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pd.set_option("future.infer_string", previous)
+
+
+def _read_back(path: Path) -> pd.DataFrame:
+    """A CSV table read back as docs/output.md says ("Reading the files back")."""
+    return pd.read_csv(
+        path, encoding_errors="surrogateescape", dtype=dict.fromkeys(NAME_COLUMNS, object)
+    )
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="names of any bytes: a POSIX file system")
+def test_non_utf8_names_pass_through_every_output(tmp_path: Path, string_inference: bool) -> None:
+    """Issue 35, point 8: ``compare`` and ``--show`` exited 2 after writing the report and CSVs
+    (pandas 3 + pyarrow refuse the surrogate escapes of such names), and ``read_csv(...,
+    encoding_errors="surrogateescape")`` failed on the CSVs that docs/output.md said read back."""
+    root = tmp_path / "data"
+    (root / "train").mkdir(parents=True)
+    (root / "test").mkdir()
+    train_name = os.fsencode(root / "train") + b"/caf\xe9.png"
+    test_name = os.fsencode(root / "test") + b"/\xff\xfe copy.png"
+    for name in (train_name, test_name):
+        with open(name, "wb") as handle:
+            handle.write(_photo(11))
+    (root / "train" / "plain.png").write_bytes(_photo(12))
+    (root / "test" / "other.png").write_bytes(_photo(13))
+    out = tmp_path / "out"
+    out.mkdir()
+    common = ["--quiet", "--workers", "1", "--no-cache"]
+    runs = {
+        "scan": ["scan", str(root), *common, "--hashes-out", str(out / "hashes")],
+        "compare": ["compare", str(root / "train"), str(root / "test"), *common],
+    }
+    for command, argv in runs.items():
+        outputs = ["--csv", str(out / f"{command}.csv"), "--json", str(out / f"{command}.json")]
+        outputs += ["--html", str(out / f"{command}.html"), "--show", str(out / command)]
+        assert main([*argv, *outputs]) == 0, command
+    group = ["group", str(out / "hashes"), "--images-root", str(root), "--quiet"]
+    assert main([*group, "--csv", str(out / "group.csv"), "--show", str(out / "group")]) == 0
+    for command in ("scan", "compare", "group"):
+        assert len(list((out / command).glob("leak_*.png"))) == 1, command
+        images = _read_back(out / f"{command}.csv")
+        assert len(images) == 4
+        names = {os.fsencode(os.path.join(root, path)) for path in images["path"]}
+        assert {train_name, test_name} <= names, command  # each names its file, byte for byte
+        pairs = _read_back(csv_paths(out / f"{command}.csv")["pairs"])
+        pair = [os.fsencode(p).rsplit(b"/", 1)[-1] for p in pairs[["path_a", "path_b"]].iloc[0]]
+        assert pair == [b"caf\xe9.png", b"\xff\xfe copy.png"], command
+    assert main(["clean", str(root), "--out", str(out / "clean"), *common]) == 0
+    manifest = _read_back(out / "clean" / MANIFEST_NAME)
+    assert b"caf\xe9.png" in {os.fsencode(p).rsplit(b"/", 1)[-1] for p in manifest["old_path"]}
+
+
+def test_name_columns_cover_every_text_column_that_holds_a_name() -> None:
+    assert {"old_path", "new_path", "old_split", "new_split", "reason"} <= set(MANIFEST_COLUMNS)
+    assert {c for c in MANIFEST_COLUMNS if c not in ("action", "group_id")} <= set(NAME_COLUMNS)
+    for columns in (IMAGE_COLUMNS, PAIR_COLUMNS, GROUP_COLUMNS, SPLIT_COLUMNS):
+        named = [c for c in columns if ("path" in c or "split" in c) and not c.startswith("n_")]
+        assert set(named) <= set(NAME_COLUMNS), columns

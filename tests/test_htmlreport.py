@@ -141,3 +141,28 @@ def test_report_renders_in_headless_chromium(report: LeakageReport, tmp_path: Pa
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
         assert colours is not None and len(colours) > 500
         assert np.asarray(image.convert("L")).std() > 10
+
+
+def test_bidi_and_invisible_characters_are_shown_escaped(tmp_path: Path) -> None:
+    """Issue 35, point 12: U+202E in a file name went raw into the HTML (the text report
+    escapes it), so ``x\u202egnp.exe`` showed as ``xexe.png``."""
+    train, test = tmp_path / "train", tmp_path / "hold\u202eout"
+    train.mkdir()
+    test.mkdir()
+    image = imagegen.photo_like(3, (64, 48))
+    image.save(train / "a.png")
+    image.save(test / "x\u202egnp.exe.png")
+    image.save(test / "zero\u200bwidth\u2066.png")
+    (test / "broken\u200f.png").write_bytes(b"not an image")
+    with pytest.warns(UserWarning, match="could not be read"):
+        report = audit_splits({"train": train, "hold\u202eout": test}, workers=1)
+    assert report.n_leaked_groups == 1
+    page = render_html(report)
+    for char in ("\u202e", "\u200b", "\u2066", "\u200f"):
+        assert char not in page
+    text = report.to_text()
+    for shown in ("x\\u202egnp.exe.png", "zero\\u200bwidth\\u2066.png"):
+        assert shown in page
+        assert shown in text  # the same escape as the text report's
+    assert "broken\\u200f.png" in page  # listed under the unreadable files
+    assert "hold\\u202eout" in page

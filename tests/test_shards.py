@@ -458,20 +458,44 @@ def test_dihedral_needs_entries(tmp_path: Path) -> None:
         audit_hash_shards(tmp_path, dihedral=True)
 
 
-def test_split_nulls_and_empty_errors(tmp_path: Path) -> None:
+def test_empty_errors_count_as_none(tmp_path: Path) -> None:
     table = _minimal(
         ["x", "y", "z"],
-        split=pa.array(["train", None, "test"], pa.string()),
+        split=pa.array(["train", "test", "test"], pa.string()),
         error=pa.array(["", None, "bad file"], pa.string()),
         phash=pa.array([5, 5, None], pa.uint64()),
         dhash=pa.array([5, 5, None], pa.uint64()),
     )
     _write(tmp_path, "p.parquet", table)
     shards = read_hash_shards(tmp_path)
-    assert shards.split.tolist() == ["train", None, "test"]
+    assert shards.split.tolist() == ["train", "test", "test"]
     assert shards.errors == {2: "bad file"} and shards.valid.tolist() == [True, True, False]
     report = audit_hash_shards(tmp_path, on_error="ignore")
     assert report.table["group_id"].iloc[0] == report.table["group_id"].iloc[1]
+
+
+@pytest.mark.parametrize(
+    "split",
+    [
+        pa.array(["train", None, "test", None], pa.string()),
+        pa.array(["train", None, "test", None], pa.large_string()),
+        pa.array([b"train", None, b"test", None], pa.binary()),  # how names not UTF-8 are written
+        pa.array(["train", None, "test", None], pa.string()).dictionary_encode(),
+    ],
+    ids=["string", "large_string", "binary", "dictionary"],
+)
+def test_a_null_split_is_an_error_naming_the_file_and_row(tmp_path: Path, split: Any) -> None:
+    """Issue 35, point 5: rows with a null split dropped out of the audit, hiding their leaks
+    ("No leakage", --fail-on-leak exit 0)."""
+    table = _minimal(["a", "b", "c", "d"], split=split, phash=pa.array([7, 7, 7, 9], pa.uint64()))
+    path = _write(tmp_path / "h", "part-3.parquet", table)
+    with pytest.raises(ValueError) as raised:
+        read_hash_shards(path.parent)
+    assert str(raised.value) == (
+        f"{path}: column 'split' must not be null; row 1 (id 'b') is, and 1 more row(s)."
+    )
+    with pytest.raises(ValueError, match=r"part-3.parquet: column 'split' must not be null"):
+        audit_hash_shards(path.parent)
 
 
 def test_empty_table_round_trips(tmp_path: Path) -> None:

@@ -15,8 +15,10 @@ One row per image. Required columns:
     Unique across all shards of a folder (a duplicate is an error naming both
     files): what the image is called in the report, and how a re-split finds
     its row again.
-``split`` (string, null allowed)
-    The split the image belongs to; rows without one take no part in cleaning.
+``split`` (string)
+    The split the image belongs to. A null is an error naming the file (or
+    block), the row and its id: a row without a split would drop out of the
+    audit unseen, and with it any leak it is part of.
 ``phash``, ``dhash`` (uint64, int64 or 16-character hex string)
     The 64-bit hashes (:mod:`leakaudit.hashing` bit order). ``uint64`` is what
     leakaudit writes; ``int64`` (engines without unsigned types: Spark, Java)
