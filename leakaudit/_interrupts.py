@@ -113,7 +113,7 @@ def handle_signals() -> dict[int, Any] | None:
     if threading.current_thread() is not threading.main_thread():
         return None
     _state.update(received=None, returned=False, pending=None)
-    previous = {}
+    previous: dict[int, Any] = {}
     for signum in _HANDLED:
         current = signal.getsignal(signum)
         previous[signum] = current
