@@ -16,6 +16,16 @@ moment this context starts a process. Where this Python's multiprocessing lacks
 the pieces (``popen_forkserver`` / ``popen_spawn_posix``), the standard context is
 returned and the guard is needed again, as with any multiprocessing code.
 
+A launch is also shielded from SIGINT and SIGTERM (:func:`leakaudit._interrupts.signals_held`): a
+signal that arrives while a worker is being started waits until the start is
+complete, so the pool's owner always knows every process it has to stop; and
+the processes started meanwhile (the forkserver, the workers it forks) begin
+life with both signals blocked: a Ctrl-C sent to the whole process group never
+prints a traceback from a forkserver importing its modules or a worker not yet
+set up. The pool's worker initializer ignores SIGINT and unblocks SIGTERM
+(``leakaudit.hashing``), so a worker still ends on SIGTERM; the forkserver ends
+when the main process does.
+
 Threads were measured as the alternative and not taken: hashing collects each
 image's decoder warnings with :func:`warnings.catch_warnings`, which before
 Python 3.14 swaps process-wide state and is not safe from several threads.
@@ -29,6 +39,8 @@ import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from leakaudit._interrupts import signals_held
 
 __all__ = ["worker_context"]
 
@@ -98,13 +110,13 @@ if _HAVE_PIECES:
     class _ForkServerProcess(_mp_context.ForkServerProcess):
         @staticmethod
         def _Popen(process_obj: Any) -> Any:
-            with _preparation_without_main():
+            with signals_held(), _preparation_without_main():
                 return _popen_forkserver.Popen(process_obj)
 
     class _SpawnProcess(_mp_context.SpawnProcess):
         @staticmethod
         def _Popen(process_obj: Any) -> Any:
-            with _preparation_without_main():
+            with signals_held(), _preparation_without_main():
                 return _popen_spawn_posix.Popen(process_obj)
 
     class _ForkServerContext(_mp_context.ForkServerContext):

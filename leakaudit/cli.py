@@ -12,10 +12,8 @@ import contextlib
 import logging
 import os
 import platform
-import signal
 import sys
 import tempfile
-import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +31,13 @@ from leakaudit._cli_parser import (
 )
 from leakaudit._cli_parser import threshold_spec as _threshold_spec
 from leakaudit._cli_parser import verify_spec as _verify_spec
+from leakaudit._interrupts import (
+    exit_code,
+    finish,
+    handle_signals,
+    interrupted_line,
+    restore_signals,
+)
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._show import INDEX_NAME, write_side_by_side
 from leakaudit._text import first_few, printable
@@ -707,7 +712,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "clean": _cmd_clean,
         "calibrate": _cmd_calibrate,
     }
-    previous = _handle_sigterm()
+    previous = handle_signals()
     try:
         if args.command == "env":
             return _cmd_env()
@@ -725,12 +730,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         print("leakaudit: error: out of memory", file=sys.stderr)
         return EXIT_ERROR
-    except _Terminated:
-        print("leakaudit: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except KeyboardInterrupt:
-        print("leakaudit: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:  # SIGINT, or SIGTERM (leakaudit._interrupts)
+        print(interrupted_line(interrupt), file=sys.stderr)
+        return exit_code(interrupt)
     except Exception as error:  # a bug: still one line, never exit 1 ("leakage found")
         if os.environ.get("LEAKAUDIT_DEBUG"):
             raise
@@ -741,23 +743,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_INTERNAL_ERROR
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl-C would be, so every cleanup path runs."""
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise _Terminated
-
-
-def _handle_sigterm() -> Any:
-    """Treat SIGTERM like Ctrl-C for the duration of a command; return the old handler."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, _raise_terminated)
+        restore_signals(previous)
 
 
 def _silence_stdout() -> None:
@@ -769,11 +755,12 @@ def _silence_stdout() -> None:
 
 
 def main_entry() -> None:
-    """Console-script entry point."""
+    """Run the command line and exit (``leakaudit.__main__.main_entry`` calls this)."""
+    handle_signals()  # already in place when started by leakaudit.__main__
     try:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_BROKEN_PIPE
-    sys.exit(code)
+    finish(code)

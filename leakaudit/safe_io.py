@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from leakaudit._interrupts import signals_held
+
 __all__ = [
     "OutputPathError",
     "atomic_open",
@@ -112,8 +114,10 @@ def atomic_open(
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb'; got {mode!r}.")
     target = Path(path)
-    descriptor, temporary = _temporary_sibling(target)
+    temporary: str | None = None
     try:
+        with signals_held():  # the file and its name together: an interrupt never leaves it
+            descriptor, temporary = _temporary_sibling(target)
         if mode == "wb":
             handle: IO[Any] = os.fdopen(descriptor, "wb")
         else:
@@ -128,8 +132,9 @@ def atomic_open(
         os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, target)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
         raise
 
 
@@ -139,13 +144,14 @@ def probe_writable(folder: Path) -> None:
     A real attempt (create and remove a temporary file), because permission
     bits do not tell the whole story (read-only mounts, root, ACLs).
     """
-    try:
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".leakaudit-probe-")
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise OutputPathError(f"cannot write into {folder}: {reason}") from None
-    os.close(descriptor)
-    os.unlink(temporary)
+    with signals_held():  # an interrupt between the two would leave the probe behind
+        try:
+            descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".leakaudit-probe-")
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise OutputPathError(f"cannot write into {folder}: {reason}") from None
+        os.close(descriptor)
+        os.unlink(temporary)
 
 
 def check_output_path(

@@ -230,6 +230,8 @@ _LAZY_OWN_IMPORTS = {
     ("adapters/guard.py", "leakaudit.adapters.huggingface"): "datasets",
     ("adapters/guard.py", "leakaudit.adapters.torchvision"): "torch",
     ("leakaudit/search.py", "leakaudit._kernels"): "numba",
+    # The command's signal handlers go in before numpy and pandas load (issue 35.7).
+    ("leakaudit/__main__.py", "leakaudit.cli"): "numpy",
 }
 #: Opt-in adapters the core's command line imports only when their option is given: the
 #: core never depends on them (nor on what they need, onnxruntime for SSCD), even lazily

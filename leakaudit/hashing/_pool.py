@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -17,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit._interrupts import signals_held
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._text import printable
 from leakaudit._validation import (
@@ -73,6 +75,9 @@ POOL_CHUNKS_PER_WORKER = 3
 # How often a wait for the pool's next result stops to ask whether the pool broke
 # (see _hash_in_pool's from_pool). Only a wait with no result for this long asks.
 _BROKEN_POLL_SECONDS = 0.5
+# How long stopping an interrupted pool waits for each step (workers to end on
+# SIGTERM, then on SIGKILL, the pool's thread to end); each takes milliseconds.
+_STOP_SECONDS = 2.0
 
 
 class _Collector:
@@ -395,19 +400,25 @@ def _hash_in_pool(
     # when this process closes the writing end, or dies (SIGKILL included).
     alive_reader, alive_writer = context.Pipe(duplex=False)
     try:
-        with ProcessPoolExecutor(
-            max_workers=n_workers,
-            mp_context=context,
-            initializer=_init_worker,
-            initargs=(alive_reader,),
-        ) as pool:
+        with signals_held():
+            pool = ProcessPoolExecutor(
+                max_workers=n_workers,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(alive_reader,),
+            )
+        # Every call into the pool that takes its locks (submit, wait, a future's state)
+        # runs with signals held (leakaudit._interrupts.signals_held): an interrupt
+        # inside one would leave a lock taken and the pool's thread waiting on it for ever.
 
-            def top_up() -> None:
-                nonlocal submitted, broken
+        def top_up() -> None:
+            nonlocal submitted, broken
+            with signals_held():
                 running.difference_update([f for f in running if f.done()])
-                while broken is None and submitted < pool_end and len(running) < in_flight:
-                    chunk = chunks[submitted]
-                    try:
+            while broken is None and submitted < pool_end and len(running) < in_flight:
+                chunk = chunks[submitted]
+                try:
+                    with signals_held():
                         future = pool.submit(
                             _hash_chunk,
                             encoded_items(chunk),
@@ -416,30 +427,36 @@ def _hash_in_pool(
                             dihedral,
                             crop_entries,
                         )
-                    except BrokenProcessPool as exc:
-                        broken = exc
-                        return
-                    futures[submitted] = future
-                    running.add(future)
-                    submitted += 1
+                except BrokenProcessPool as exc:
+                    broken = exc
+                    return
+                futures[submitted] = future
+                running.add(future)
+                submitted += 1
 
-            def from_pool(future: Future[_ChunkResult]) -> _ChunkResult | None:
-                """The chunk's result from the pool, or None if the pool broke first.
+        def from_pool(future: Future[_ChunkResult]) -> _ChunkResult | None:
+            """The chunk's result from the pool, or None if the pool broke first.
 
-                Never waits on a broken pool: on Python 3.11 a chunk submitted while
-                the pool is breaking (a worker killed, by the OOM killer say) can be
-                left pending for ever, as the pool marks its pending chunks failed
-                without holding the lock that submit takes (fixed in 3.12). So the
-                wait wakes up now and then and asks the pool whether it broke.
-                """
-                nonlocal broken
-                while not future.done() and broken is None:
+            Never waits on a broken pool: on Python 3.11 a chunk submitted while
+            the pool is breaking (a worker killed, by the OOM killer say) can be
+            left pending for ever, as the pool marks its pending chunks failed
+            without holding the lock that submit takes (fixed in 3.12). So the
+            wait wakes up now and then and asks the pool whether it broke (and
+            an interrupt waits at most that long).
+            """
+            nonlocal broken
+            while broken is None:
+                with signals_held():
+                    if future.done():
+                        break
                     finished, _ = wait(
                         running, timeout=_BROKEN_POLL_SECONDS, return_when=FIRST_COMPLETED
                     )
-                    top_up()  # keep the workers fed meanwhile (this also sees a broken pool)
-                    if not finished and broken is None:
+                top_up()  # keep the workers fed meanwhile (this also sees a broken pool)
+                if not finished and broken is None:
+                    with signals_held():
                         broken = _broken_pool(pool)
+            with signals_held():
                 if not future.done():
                     return None
                 try:
@@ -448,58 +465,58 @@ def _hash_in_pool(
                     broken = broken or exc
                     return None
 
-            worker_results = 0
-            try:
-                top_up()
-                # A fresh pool needs a few hundred milliseconds (a new interpreter
-                # importing numpy, Pillow, leakaudit) before its first result. Work
-                # here meanwhile: in-memory images first (never pickled), then chunks
-                # taken from the end, which the pool has not been given yet. (Never
-                # by cancelling a queued one: on Python 3.11, should a worker then
-                # die, the pool's manager thread fails on the cancelled future and
-                # leaves the other workers running.)
-                for i in in_memory:
-                    image = items[i]
-                    assert isinstance(image, Image.Image)
-                    pil_results[i] = _hash_pil(image, names[i], options, dihedral, crop_entries)
-                    bar.update()
-                first = futures.get(0)
-                while pool_end > max(1, submitted) and first is not None and not first.done():
-                    pool_end -= 1
-                    local[pool_end] = hash_here(chunks[pool_end])
-                    bar.update(len(chunks[pool_end]))
-                # Stored in input order, so on_error="raise" reports the same (first)
-                # failure as a serial run.
-                pending_pil = sorted(pil_results, reverse=True)
+        worker_results = 0
+        try:
+            top_up()
+            # A fresh pool needs a few hundred milliseconds (a new interpreter
+            # importing numpy, Pillow, leakaudit) before its first result. Work
+            # here meanwhile: in-memory images first (never pickled), then chunks
+            # taken from the end, which the pool has not been given yet. (Never
+            # by cancelling a queued one: on Python 3.11, should a worker then
+            # die, the pool's manager thread fails on the cancelled future and
+            # leaves the other workers running.)
+            for i in in_memory:
+                image = items[i]
+                assert isinstance(image, Image.Image)
+                pil_results[i] = _hash_pil(image, names[i], options, dihedral, crop_entries)
+                bar.update()
+            first = futures.get(0)
+            while pool_end > max(1, submitted) and first is not None and not _done(first):
+                pool_end -= 1
+                local[pool_end] = hash_here(chunks[pool_end])
+                bar.update(len(chunks[pool_end]))
+            # Stored in input order, so on_error="raise" reports the same (first)
+            # failure as a serial run.
+            pending_pil = sorted(pil_results, reverse=True)
 
-                def store_pil_before(limit: int) -> None:
-                    while pending_pil and pending_pil[-1] < limit:
-                        index = pending_pil.pop()
-                        collector.item(index, pil_results[index])
+            def store_pil_before(limit: int) -> None:
+                while pending_pil and pending_pil[-1] < limit:
+                    index = pending_pil.pop()
+                    collector.item(index, pil_results[index])
 
-                for number, chunk in enumerate(chunks):
-                    if number in local:
-                        result = local.pop(number)
+            for number, chunk in enumerate(chunks):
+                if number in local:
+                    result = local.pop(number)
+                else:
+                    top_up()
+                    future = futures.pop(number, None)
+                    pooled = None if future is None else from_pool(future)
+                    if pooled is None:  # the pool broke before it hashed this chunk
+                        result = hash_here(chunk)
                     else:
-                        top_up()
-                        future = futures.pop(number, None)
-                        pooled = None if future is None else from_pool(future)
-                        if pooled is None:  # the pool broke before it hashed this chunk
-                            result = hash_here(chunk)
-                        else:
-                            result = pooled
-                            worker_results += 1
-                        bar.update(len(chunk))
-                    errors = result[2]
-                    store_pil_before(chunk[min(errors)] if errors else chunk[0])
-                    collector.chunk(chunk, result)
-                store_pil_before(len(items))
-            except BaseException:
-                # KeyboardInterrupt (or a first failure to raise): stop the workers
-                # now rather than after the chunks they are on.
-                alive_writer.close()
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+                        result = pooled
+                        worker_results += 1
+                    bar.update(len(chunk))
+                errors = result[2]
+                store_pil_before(chunk[min(errors)] if errors else chunk[0])
+                collector.chunk(chunk, result)
+            store_pil_before(len(items))
+            pool.shutdown(wait=True)  # every chunk is in: the workers exit at once
+        except BaseException:
+            # KeyboardInterrupt (or a first failure to raise): stop the workers now,
+            # rather than after the chunks they are on, and never wait on the pool.
+            _stop_pool(pool, alive_writer)
+            raise
     finally:
         alive_writer.close()
         alive_reader.close()
@@ -510,6 +527,49 @@ def _hash_in_pool(
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _done(future: Future[Any]) -> bool:
+    with signals_held():  # Future.done takes the future's lock
+        return future.done()
+
+
+def _stop_pool(pool: ProcessPoolExecutor, alive_writer: Connection) -> None:
+    """Stop the pool's workers now and let go of the pool, each wait bounded.
+
+    Never ``pool.shutdown(wait=True)``: it waits for the pool's thread, which waits
+    for the workers, and a worker killed while it sends a result leaves part of a
+    message in the result pipe that the thread then waits to complete, for ever
+    (the interpreter's exit joins that thread too). So: the workers' watchdogs
+    see ``alive`` close, each worker gets SIGTERM then SIGKILL, and once none is
+    left this process closes its own writing end of the result pipe (the only one
+    left), so the thread reads EOF, takes the pool for broken and ends.
+    """
+    alive_writer.close()  # each worker's watchdog ends it (see _init_worker)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    results = getattr(pool, "_result_queue", None)
+    thread = getattr(pool, "_executor_manager_thread", None)
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    deadline = time.monotonic() + _STOP_SECONDS
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        with contextlib.suppress(Exception):
+            if process.is_alive():
+                process.kill()
+                process.join(_STOP_SECONDS)
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        with contextlib.suppress(Exception):
+            writer.close()
+    if thread is not None:
+        with contextlib.suppress(Exception):
+            thread.join(_STOP_SECONDS)
 
 
 def _broken_pool(pool: ProcessPoolExecutor) -> BrokenProcessPool | None:
@@ -556,6 +616,8 @@ def _init_worker(alive: Connection) -> None:
     only the main process and the workers hold open).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # started with both held (leakaudit._workers)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     if sys.platform.startswith("linux"):
         _exit_with_parent()
     threading.Thread(
