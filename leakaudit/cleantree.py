@@ -52,6 +52,7 @@ from typing import IO, Any
 
 import pandas as pd
 
+from leakaudit._export_encoding import defused_cell
 from leakaudit.safe_io import atomic_open, is_within, probe_writable
 
 __all__ = [
@@ -741,23 +742,53 @@ def _has_marker(folder: Path) -> bool:
         return handle.read(len(_MARKER_TEXT) + 1) == _MARKER_TEXT
 
 
+def _staging_pid(name: str, prefix: str) -> int | None:
+    """The process id in a staging folder's ``name`` (``PREFIX<pid>-<random>``), or None.
+
+    Only a name that starts with exactly ``prefix`` and continues with digits and a
+    ``-`` qualifies: ``.o1.leakaudit-partial-...`` is never read as a leftover of
+    ``--out 'o[12]'``.
+
+    Examples
+    --------
+    >>> _staging_pid(".o.leakaudit-partial-123-abc", ".o.leakaudit-partial-")
+    123
+    >>> _staging_pid(".o1.leakaudit-partial-123-abc", ".o[12].leakaudit-partial-") is None
+    True
+    """
+    if not name.startswith(prefix):
+        return None
+    pid_text, dash, _ = name[len(prefix) :].partition("-")
+    if not dash or not pid_text.isascii() or not pid_text.isdigit() or len(pid_text) > 10:
+        return None
+    pid = int(pid_text)
+    return pid if 0 < pid < 2**31 else None  # os.kill(0, ...) would signal our own group
+
+
 def remove_stale_partials(out: Path, root: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove unfinished builds of ``out`` left by runs that were killed; return them.
 
-    Only this module's own staging folders are removed: named like one, with a
-    process id that has ended, a real folder (not a symbolic link) holding the
-    marker file written at its creation, and neither ROOT, inside it, nor
-    containing it.
+    Only this module's own staging folders are removed: named exactly like one
+    of ``out`` (the folder beside it is listed and each name compared with the
+    prefix, never matched as a pattern, so ``[``, ``*`` or ``?`` in ``out``'s
+    name match only themselves), with a process id that has ended, a real
+    folder (not a symbolic link) holding the marker file written at its
+    creation, and neither ROOT, inside it, nor containing it.
     """
     removed: list[Path] = []
     if not out.parent.is_dir():
         return removed
     real_root = Path(os.path.realpath(root)) if root is not None else None
+    try:
+        names = sorted(os.listdir(out.parent))
+    except OSError:
+        return removed
     for prefix in (f".{out.name}{_PARTIAL}", f".{out.name}{_OLD}"):
-        for candidate in sorted(out.parent.glob(prefix + "*")):
-            pid_text = candidate.name[len(prefix) :].split("-", 1)[0]
-            if not pid_text.isdigit() or _process_alive(int(pid_text)):
+        for name in names:
+            pid = _staging_pid(name, prefix)
+            if pid is None or _process_alive(pid):
                 continue
+            candidate = out.parent / name
             if candidate.is_symlink() or not candidate.is_dir() or not _has_marker(candidate):
                 continue
             real = Path(os.path.realpath(candidate))
@@ -811,8 +842,12 @@ def manifest_inside(out: Path, manifest: str | os.PathLike[str] | None) -> str |
 
 
 def _csv_field(value: Any) -> str:
-    """One CSV field: quoted when it holds a comma, a quote, a CR or an LF (RFC 4180)."""
-    text = "" if value is None else str(value)
+    """One CSV field: quoted when it holds a comma, a quote, a CR or an LF (RFC 4180).
+
+    Text a spreadsheet would run as a formula gets a ``'`` in front, as in the
+    scan's CSVs (:func:`~leakaudit._export_encoding.defused_cell`).
+    """
+    text = "" if value is None else str(defused_cell(value))
     if any(c in text for c in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
