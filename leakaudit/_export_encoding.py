@@ -181,8 +181,8 @@ def defused_cell(value: Any) -> Any:
 
     Examples
     --------
-    >>> defused_cell("=HYPERLINK(1)"), defused_cell("-1.jpg"), defused_cell("a.jpg"), defused_cell(-1)
-    ("'=HYPERLINK(1)", "'-1.jpg", 'a.jpg', -1)
+    >>> [defused_cell(value) for value in ("=HYPERLINK(1)", "-1.jpg", "a.jpg", -1)]
+    ["'=HYPERLINK(1)", "'-1.jpg", 'a.jpg', -1]
     """
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
