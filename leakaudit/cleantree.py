@@ -17,23 +17,28 @@ The guarantees (README, "What clean guarantees"):
   inode; nothing is ever opened for writing through it) or copied from a
   descriptor opened with ``O_NOFOLLOW`` after checking it is a regular file.
   Devices, pipes and sockets are never read.
-- Symbolic links are never followed out of ROOT, except a split folder's own
-  link directly under ROOT (a split kept on another disk), which the audit
-  scans: its files are written to NEW_ROOT in a real folder, and its manifest
-  row says ``followed``. Any other link that resolves inside ROOT is recreated
-  as a relative link to where its target now is (or, if the target is left
-  out, replaced by a copy of it); a link that leaves ROOT, dangles, loops or
-  would point at itself is left out and recorded.
+- Links are followed as the audit's listing (and torchvision's ``ImageFolder``)
+  follows them, inside the split folders only: a split folder, or a folder
+  link at any depth below one, that the audit scanned is written to NEW_ROOT
+  as a real folder (manifest ``followed``), and an image link leaving ROOT
+  that the audit read is written as a regular file; a folder link that loops
+  back stays a link. Any other link that resolves inside ROOT is recreated as
+  a relative link to where its target now is (or, if the target is left out,
+  replaced by a copy of it); one that leaves ROOT, dangles, loops or would
+  point at itself is left out and recorded.
 - Files are reached through directory descriptors, ``O_NOFOLLOW`` at every
-  level, so a folder swapped for a link during the run redirects nothing.
+  level but the followed folder links, so a folder swapped for a link during
+  the run redirects nothing.
 - Every entry under ROOT gets a manifest row, including those left out, with
   the reason, and every folder of ROOT is in NEW_ROOT (an empty one too), so
   class folders, and the class indices read from them, stay as they were.
 - Only staging folders this module created (a marker inside) are ever
-  removed, never ROOT or a folder holding it.
+  removed, never ROOT, a folder the audit reads through a link, or a folder
+  holding one.
 - NEW_ROOT is replaced only as a whole: an empty folder, or (``replace=True``)
   an earlier leakaudit output with its manifest at the top. A NEW_ROOT that
-  holds a link into ROOT is refused.
+  is, holds or lies inside ROOT or a folder the audit reads through a link,
+  or holds a link into one, is refused.
 """
 
 from __future__ import annotations
