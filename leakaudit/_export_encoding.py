@@ -18,6 +18,7 @@ from leakaudit._text import printable
 
 __all__ = [
     "csv_safe",
+    "defused_cell",
     "encode_string",
     "encode_value",
     "holds_carriage_return",
@@ -172,7 +173,18 @@ def iter_records_json(frame: pd.DataFrame) -> Iterator[str]:
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _defused(value: Any) -> Any:
+def defused_cell(value: Any) -> Any:
+    """``value`` with a ``'`` in front when it is text a spreadsheet would run as a formula.
+
+    The one rule for every CSV leakaudit writes (the scan's tables, ``clean``'s
+    manifest): text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return gets the quote; anything else is returned unchanged.
+
+    Examples
+    --------
+    >>> [defused_cell(value) for value in ("=HYPERLINK(1)", "-1.jpg", "a.jpg", -1)]
+    ["'=HYPERLINK(1)", "'-1.jpg", 'a.jpg', -1]
+    """
     if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
         return "'" + value
     return value
@@ -208,7 +220,7 @@ def csv_safe(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool | list[str]]:
     names = [str(name) for name in frame.columns]
     header: bool | list[str] = True
     if any(name.startswith(_FORMULA_STARTS) for name in names):
-        header = [_defused(name) for name in names]
+        header = [defused_cell(name) for name in names]
     safe = frame
     for index, dtype in enumerate(frame.dtypes.tolist()):
         if not _is_text(dtype):
@@ -223,7 +235,7 @@ def csv_safe(frame: pd.DataFrame) -> tuple[pd.DataFrame, bool | list[str]]:
             safe = frame.copy()
         changed = values.copy()
         for row in np.flatnonzero(risky).tolist():
-            changed[row] = "'" + changed[row]
+            changed[row] = defused_cell(changed[row])
         safe.isetitem(index, pd.Series(changed, index=frame.index, dtype=object))
     return safe, header
 

@@ -64,9 +64,9 @@ __all__ = [
 ]
 
 
-def _paths_of(name: str, spec: Any, recursive: bool, within: list[str]) -> list[str]:
+def _paths_of(name: str, spec: Any, recursive: bool) -> list[str]:
     if isinstance(spec, (str, os.PathLike)):
-        return list_image_paths(spec, recursive=recursive, within=within or None)
+        return list_image_paths(spec, recursive=recursive)
     if isinstance(spec, Sequence) and not isinstance(spec, (bytes, bytearray)):
         return [os.fspath(p) if isinstance(p, (str, os.PathLike)) else p for p in spec]
     raise TypeError(
@@ -614,12 +614,14 @@ def audit_splits(
     recursive : bool, default True
         Scan split folders recursively (the ImageFolder layout).
     root : path-like, optional
-        The dataset's top folder: symbolic links to image files are followed
-        only when they resolve inside it (default: inside one of the split
-        folders given). Links that leave it are not read and are named in a
-        :class:`~leakaudit.listing.FolderScanWarning`. A file listed twice (the same folder given
-        for two splits, ``d`` and ``./d``) counts once, in the first split that
-        lists it, with a :class:`~leakaudit.listing.RepeatedPathWarning`.
+        The dataset's top folder. Accepted for older callers: links are now
+        followed as torchvision's ``ImageFolder`` follows them, wherever they
+        lead (:func:`~leakaudit.listing.list_image_files`; a loop is named in a
+        :class:`~leakaudit.listing.FolderScanWarning`), so nothing depends on it.
+        A file listed twice (the same folder given for two splits, ``d`` and
+        ``./d``) counts once, in the first split that lists it, with a
+        :class:`~leakaudit.listing.RepeatedPathWarning`; a file reached through a
+        link inside a split (a class folder of train linked into test) is a leak.
     cache : bool, str, os.PathLike or HashCache, default True
         Persistent hash cache for files (:mod:`leakaudit.cache`): True uses the
         user cache folder (``$LEAKAUDIT_CACHE_DIR`` overrides it), a path uses
@@ -679,19 +681,16 @@ def audit_splits(
     if not splits:
         raise ValueError("splits must name at least one split; got an empty mapping.")
     resolve_threshold(method, threshold)
-    if root is not None:
-        within = [os.fspath(root)]
-    else:
-        within = [
-            os.fspath(spec) for spec in splits.values() if isinstance(spec, (str, os.PathLike))
-        ]
     sources: list[Any] = []
     labels: list[str] = []
+    tops: list[str | None] = []
     for name, spec in splits.items():
-        paths = _paths_of(str(name), spec, recursive, within)
+        paths = _paths_of(str(name), spec, recursive)
         sources.extend(paths)
         labels.extend([str(name)] * len(paths))
-    sources, labels = drop_repeated_paths(sources, labels)
+        top = os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else None
+        tops.extend([top] * len(paths))
+    sources, labels = drop_repeated_paths(sources, labels, tops=tops)
     every_split = warn_empty_splits(splits, labels)
     report = audit_sources(
         sources,

@@ -17,23 +17,28 @@ The guarantees (README, "What clean guarantees"):
   inode; nothing is ever opened for writing through it) or copied from a
   descriptor opened with ``O_NOFOLLOW`` after checking it is a regular file.
   Devices, pipes and sockets are never read.
-- Symbolic links are never followed out of ROOT, except a split folder's own
-  link directly under ROOT (a split kept on another disk), which the audit
-  scans: its files are written to NEW_ROOT in a real folder, and its manifest
-  row says ``followed``. Any other link that resolves inside ROOT is recreated
-  as a relative link to where its target now is (or, if the target is left
-  out, replaced by a copy of it); a link that leaves ROOT, dangles, loops or
-  would point at itself is left out and recorded.
+- Links are followed as the audit's listing (and torchvision's ``ImageFolder``)
+  follows them, inside the split folders only: a split folder, or a folder
+  link at any depth below one, that the audit scanned is written to NEW_ROOT
+  as a real folder (manifest ``followed``), and an image link leaving ROOT
+  that the audit read is written as a regular file; a folder link that loops
+  back stays a link. Any other link that resolves inside ROOT is recreated as
+  a relative link to where its target now is (or, if the target is left out,
+  replaced by a copy of it); one that leaves ROOT, dangles, loops or would
+  point at itself is left out and recorded.
 - Files are reached through directory descriptors, ``O_NOFOLLOW`` at every
-  level, so a folder swapped for a link during the run redirects nothing.
+  level but the followed folder links, so a folder swapped for a link during
+  the run redirects nothing.
 - Every entry under ROOT gets a manifest row, including those left out, with
   the reason, and every folder of ROOT is in NEW_ROOT (an empty one too), so
   class folders, and the class indices read from them, stay as they were.
 - Only staging folders this module created (a marker inside) are ever
-  removed, never ROOT or a folder holding it.
+  removed, never ROOT, a folder the audit reads through a link, or a folder
+  holding one.
 - NEW_ROOT is replaced only as a whole: an empty folder, or (``replace=True``)
   an earlier leakaudit output with its manifest at the top. A NEW_ROOT that
-  holds a link into ROOT is refused.
+  is, holds or lies inside ROOT or a folder the audit reads through a link,
+  or holds a link into one, is refused.
 """
 
 from __future__ import annotations
@@ -52,7 +57,9 @@ from typing import IO, Any
 
 import pandas as pd
 
-from leakaudit.safe_io import atomic_open, is_within, probe_writable
+from leakaudit._export_encoding import defused_cell
+from leakaudit.listing import folder_link_loop
+from leakaudit.safe_io import Protected, atomic_open, is_within, probe_writable, protected_conflict
 
 __all__ = [
     "MANIFEST_COLUMNS",
@@ -124,7 +131,9 @@ class PlannedEntry:
     folder's symbolic link, written as a real folder); their paths end in
     ``/``. ``link_to`` is set when the entry is written as a symbolic link
     (relative, pointing at its target's place in NEW_ROOT); otherwise the file
-    at ``source`` is hard-linked or copied.
+    at ``source`` is hard-linked or copied (``follow_link``: ``source`` is a
+    link to an image outside ROOT, which the audit followed; the image it leads
+    to is written, as a regular file).
     """
 
     old_path: str
@@ -136,6 +145,7 @@ class PlannedEntry:
     reason: str = ""
     source: str | None = None
     link_to: str | None = None
+    follow_link: bool = False
 
     def row(self) -> dict[str, Any]:
         """The manifest row."""
@@ -180,15 +190,19 @@ def _other_kind(mode: int) -> str:
 
 
 def walk_tree(root: str | os.PathLike[str], *, follow: Iterable[str] = ()) -> list[TreeEntry]:
-    """List every entry under ``root`` without following symbolic links.
+    """List every entry under ``root``; inside the split folders, follow links as the audit does.
 
     Folders are descended in name order (depth first), each one listed as a
     ``folder`` entry (``train/cat/``) before what it holds; a folder that
-    cannot be listed is one ``unlistable`` entry with the reason. Links are
-    reported as links, whatever they point to, except the split folders named
-    in ``follow``: a link directly under ``root`` with one of these names that
-    leads to a folder is one ``followed`` entry, and what that folder holds is
-    listed under its name (the audit scans split folders through such links).
+    cannot be listed is one ``unlistable`` entry with the reason. ``follow``
+    names the split folders directly under ``root``. Inside them links to
+    folders are followed as the audit's listing follows them
+    (:func:`~leakaudit.listing.list_image_paths`, torchvision's ``ImageFolder``
+    view): a split folder that is a link, and a folder link at any depth below
+    one, is one ``followed`` entry, and what its folder holds is listed under
+    its name; a folder link that leads back into a folder holding it
+    (:func:`~leakaudit.listing.folder_link_loop`) stays a ``link``. Every other
+    link (outside the split folders, to a file, dangling) is reported as a link.
 
     Examples
     --------
@@ -201,7 +215,7 @@ def walk_tree(root: str | os.PathLike[str], *, follow: Iterable[str] = ()) -> li
     """
     entries: list[TreeEntry] = []
     top = os.fspath(root)
-    followed = set(follow)
+    splits = set(follow)
 
     def listing(directory: str, relative: str, kind: str = "folder") -> list[os.DirEntry[str]]:
         try:
@@ -215,9 +229,11 @@ def walk_tree(root: str | os.PathLike[str], *, follow: Iterable[str] = ()) -> li
         found.sort(key=lambda entry: entry.name)
         return found
 
-    stack: list[tuple[str, Any]] = [("", iter(listing(top, "", "")))]
+    # Each level: its prefix, its entries, and (inside a split folder) the real paths of
+    # the folders descended from the split folder down, for the audit's loop rule.
+    stack: list[tuple[str, Any, tuple[str, ...] | None]] = [("", iter(listing(top, "", "")), None)]
     while stack:
-        prefix, iterator = stack[-1]
+        prefix, iterator, chain = stack[-1]
         for entry in iterator:
             relative = prefix + entry.name
             try:
@@ -225,18 +241,24 @@ def walk_tree(root: str | os.PathLike[str], *, follow: Iterable[str] = ()) -> li
             except OSError as error:  # vanished since the listing
                 entries.append(TreeEntry(relative, "other", error.strerror or str(error)))
                 continue
+            in_split = chain is not None or (not prefix and entry.name in splits)
             if stat.S_ISLNK(mode):
                 try:
                     target = os.readlink(entry.path)
                 except OSError as error:
                     target = f"? ({error.strerror})"
-                if not prefix and entry.name in followed and os.path.isdir(entry.path):
-                    entries.append(TreeEntry(relative, "followed", target))
-                    stack.append((relative + "/", iter(listing(entry.path, relative + "/", ""))))
-                    break
+                if in_split and os.path.isdir(entry.path):
+                    real = os.path.realpath(entry.path)
+                    if chain is None or not folder_link_loop(real, chain):
+                        entries.append(TreeEntry(relative, "followed", target))
+                        below = iter(listing(entry.path, relative + "/", ""))
+                        stack.append((relative + "/", below, (*(chain or ()), real)))
+                        break
                 entries.append(TreeEntry(relative, "link", target))
             elif stat.S_ISDIR(mode):
-                stack.append((relative + "/", iter(listing(entry.path, relative + "/"))))
+                real = chain[-1] + os.sep + entry.name if chain else os.path.realpath(entry.path)
+                below = iter(listing(entry.path, relative + "/"))
+                stack.append((relative + "/", below, (*(chain or ()), real) if in_split else None))
                 break
             elif stat.S_ISREG(mode):
                 entries.append(TreeEntry(relative, "file"))
@@ -292,8 +314,19 @@ def _split_of(relative: str, split_folders: Mapping[str, str]) -> str:
     return split_folders.get(top, "") if "/" in relative else ""
 
 
+_LEAVING = "symbolic link leaving ROOT"
+
+
+def _readable_image(item: PlannedEntry) -> bool:
+    """An image the audit read (kept or moved, and not an unreadable one copied as it is)."""
+    return item.action in ("kept", "moved") and not item.reason
+
+
 def _resolve_inside(root_real: str, root: str, relative: str) -> tuple[str | None, str]:
-    """Where the link at ``relative`` finally points, relative to ROOT, or why not usable."""
+    """Where the link at ``relative`` finally points, relative to ROOT, or why not usable.
+
+    A link leaving ROOT gets the reason ``"symbolic link leaving ROOT (to REAL); ..."``.
+    """
     path = os.path.join(root, relative)
     try:
         real = os.path.realpath(path, strict=True)
@@ -304,7 +337,7 @@ def _resolve_inside(root_real: str, root: str, relative: str) -> tuple[str | Non
             return None, "symbolic link loop"
         return None, f"symbolic link cannot be resolved: {error.strerror}"
     if not is_within(Path(real), Path(root_real)):
-        return None, f"symbolic link leaving ROOT (to {real}); not followed"
+        return None, f"{_LEAVING} (to {real}); not followed"
     inside = os.path.relpath(real, root_real).replace(os.sep, "/")
     return ("" if inside == "." else inside), ""
 
@@ -402,9 +435,10 @@ def _plan_other(
     """An entry the audit did not take: copied as it is, or skipped with the reason."""
     split = split_of_folder.get(entry.relative.split("/", 1)[0], "")
     if entry.kind == "followed":
+        what = "split folder" if "/" not in entry.relative else "folder"
         reason = (
-            f"split folder is a symbolic link (to {entry.detail}); followed: its files were "
-            "scanned and are written here as a real folder"
+            f"{what} is a symbolic link (to {entry.detail}); followed, as the audit and "
+            "ImageFolder follow it: its files were scanned and are written here as a real folder"
         )
         return PlannedEntry(entry.relative, entry.relative + "/", split, split, "followed",
                             reason=reason)  # fmt: skip
@@ -438,6 +472,15 @@ def _plan_link(
         )
 
     inside, reason = _resolve_inside(os.path.realpath(top), top, item.old_path)
+    if inside is None and reason.startswith(_LEAVING) and _readable_image(item):
+        # An image the audit read through the link (as ImageFolder would): its
+        # picture is part of the split, so NEW_ROOT holds it as a regular file.
+        return replace(
+            item,
+            follow_link=True,
+            reason=reason.replace("; not followed", "")
+            + "; followed, as the audit and ImageFolder follow it: written as a regular file",
+        )
     if inside is None:
         return skipped(reason)
     if inside == item.old_path:  # it was a link when listed, a file when resolved
@@ -468,14 +511,23 @@ def _is_earlier_output(folder: Path) -> bool:
     return (folder / MANIFEST_NAME).is_file() and not (folder / MANIFEST_NAME).is_symlink()
 
 
-def check_tree_target(root: Path, out: Path, *, replace: bool) -> None:
+def check_tree_target(
+    root: Path, out: Path, *, replace: bool, protected: Iterable[Protected] = ()
+) -> None:
     """Refuse an unsafe NEW_ROOT before any work is done.
+
+    ``protected`` adds to ROOT the places the audit reads besides it (the real
+    folders behind split folder links, and where every followed link leads:
+    :func:`~leakaudit.listing.dataset_boundary`); NEW_ROOT may not be, contain or
+    lie inside any of them, so ``--force`` never replaces a folder the dataset
+    reads from.
 
     Raises
     ------
     ValueError
-        ``out`` is inside ROOT or contains it, is a file, holds a symbolic link
-        that resolves into ROOT, or is not empty and not an earlier leakaudit
+        ``out`` is inside ROOT or contains it, is, holds or lies inside a
+        protected place, is a file, holds a symbolic link that resolves into
+        ROOT or a protected place, or is not empty and not an earlier leakaudit
         output (``replace=True`` replaces only those).
     OSError
         Nothing can be created beside ``out`` (where NEW_ROOT is built).
@@ -486,6 +538,13 @@ def check_tree_target(root: Path, out: Path, *, replace: bool) -> None:
         raise ValueError(f"--out must be outside ROOT ({root}); got {out}")
     if is_within(real_root, real_out):
         raise ValueError(f"--out must not contain ROOT ({root}); got {out}")
+    places = [Protected(str(real_root), f"ROOT {root}"), *protected]
+    conflict = protected_conflict(out, places)
+    if conflict is not None:
+        raise ValueError(
+            f"--out must be outside the dataset and every folder or file its links lead to; "
+            f"{conflict}"
+        )
     if out.is_symlink():
         raise ValueError(f"--out must not be a symbolic link; {out} is one")
     if out.exists() and not out.is_dir():
@@ -494,11 +553,11 @@ def check_tree_target(root: Path, out: Path, *, replace: bool) -> None:
         for entry in walk_tree(out):
             if entry.kind != "link":
                 continue
-            resolved = Path(os.path.realpath(out / entry.relative))
-            if is_within(resolved, real_root):
+            inside = protected_conflict(out / entry.relative, places, containing=False)
+            if inside is not None:
                 raise ValueError(
-                    f"--out {out} holds a symbolic link into ROOT ({entry.relative} -> "
-                    f"{entry.detail}); refusing to replace it. Choose a new folder."
+                    f"--out {out} holds a symbolic link into the dataset ({entry.relative} -> "
+                    f"{entry.detail}: {inside}); refusing to replace it. Choose a new folder."
                 )
         if not replace:
             raise ValueError(
@@ -579,8 +638,11 @@ class _SourceTree:
 
     Every folder on a file's path is opened relative to its parent's descriptor
     with ``O_NOFOLLOW``, so a folder swapped for a symbolic link after the
-    listing cannot redirect a read (the open fails instead). The only links
-    followed are the top-level split folders in ``followed``.
+    listing cannot redirect a read (the open fails instead). The only folder
+    links followed are those in ``followed`` (paths relative to ROOT: split
+    folders and the folder links inside them that :func:`walk_tree` followed);
+    a file is read through its own link only when its entry says
+    ``follow_link``.
     """
 
     def __init__(self, root: str, followed: set[str]) -> None:
@@ -611,9 +673,10 @@ class _SourceTree:
 
     def _open_folder(self, folder: str) -> int:
         current = os.dup(self.fd)
-        for i, part in enumerate(folder.split("/") if folder else []):
+        parts = folder.split("/") if folder else []
+        for i, part in enumerate(parts):
             flags = os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC
-            if not (i == 0 and part in self.followed):
+            if "/".join(parts[: i + 1]) not in self.followed:
                 flags |= _O_NOFOLLOW
             try:
                 opened = os.open(part, flags, dir_fd=current)
@@ -622,10 +685,16 @@ class _SourceTree:
             current = opened
         return current
 
-    def place(self, source: str, target: str, link: bool) -> tuple[str, str | None]:
-        """Hard-link or copy the regular file ``source`` (relative to ROOT) to ``target``."""
+    def place(
+        self, source: str, target: str, link: bool, follow: bool = False
+    ) -> tuple[str, str | None]:
+        """Hard-link or copy the regular file ``source`` (relative to ROOT) to ``target``.
+
+        ``follow``: ``source`` is a link to an image outside ROOT; the file it
+        leads to is written (still only a regular file).
+        """
         if not _DIR_FD:
-            return self._place_by_path(source, target, link)
+            return self._place_by_path(source, target, link, follow)
         try:
             parent, name = self.parent(source)
         except OSError as error:
@@ -636,7 +705,7 @@ class _SourceTree:
             return "", f"cannot be read: {error.strerror}"
         if link:
             try:
-                info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+                info = os.stat(name, dir_fd=parent, follow_symlinks=follow)
             except OSError as error:
                 if error.errno == errno.ENOENT:
                     return "", "vanished during the run"
@@ -644,7 +713,7 @@ class _SourceTree:
             if not stat.S_ISREG(info.st_mode):
                 return "", f"{_other_kind(info.st_mode)}; only regular files are copied"
             try:
-                os.link(name, target, src_dir_fd=parent, follow_symlinks=False)
+                os.link(name, target, src_dir_fd=parent, follow_symlinks=follow)
             except OSError as error:
                 if error.errno == errno.ENOENT:
                     return "", "vanished during the run"
@@ -659,37 +728,43 @@ class _SourceTree:
                     return "linked", None
                 os.unlink(target)  # swapped between the check and the link
                 return "", "changed during the run (swapped for another entry); not written"
-        descriptor, problem = _open_source(lambda flags: os.open(name, flags, dir_fd=parent), "")
+        unfollow = ~_O_NOFOLLOW if follow else -1
+        descriptor, problem = _open_source(
+            lambda flags: os.open(name, flags & unfollow, dir_fd=parent), ""
+        )
         if problem is not None:
             return "", problem
         problem = _copy_from(descriptor, target)
         return ("copied", None) if problem is None else ("", problem)
 
-    def _place_by_path(self, source: str, target: str, link: bool) -> tuple[str, str | None]:
+    def _place_by_path(
+        self, source: str, target: str, link: bool, follow: bool
+    ) -> tuple[str, str | None]:
         """Where descriptors relative to a folder are not available (Windows)."""
         path = os.path.join(self.root, source)
         parts = source.split("/")
         for depth in range(1, len(parts)):
-            if depth == 1 and parts[0] in self.followed:
+            if "/".join(parts[:depth]) in self.followed:
                 continue
             if os.path.islink(os.path.join(self.root, *parts[:depth])):
                 return "", "a folder on its path is no longer a folder; no link is followed"
         try:
-            info = os.lstat(path)
+            info = os.stat(path) if follow else os.lstat(path)
         except OSError as error:
             return "", f"cannot be read: {error.strerror}"
         if not stat.S_ISREG(info.st_mode):
             return "", f"{_other_kind(info.st_mode)}; only regular files are copied"
         if link:
             try:
-                os.link(path, target, follow_symlinks=False)
+                os.link(path, target, follow_symlinks=follow)
                 return "linked", None
             except OSError as error:
                 if error.errno == errno.ENOENT:
                     return "", "vanished during the run"
                 if error.errno not in _LINK_FALLBACK:
                     raise
-        descriptor, problem = _open_source(lambda flags: os.open(path, flags), path)
+        unfollow = ~_O_NOFOLLOW if follow else -1
+        descriptor, problem = _open_source(lambda flags: os.open(path, flags & unfollow), path)
         if problem is not None:
             return "", problem
         problem = _copy_from(descriptor, target)
@@ -716,7 +791,7 @@ def _place(
         os.symlink(entry.link_to, target)
         return "symlink", None
     assert entry.source is not None
-    return sources.place(entry.source, target, link)
+    return sources.place(entry.source, target, link, entry.follow_link)
 
 
 def _process_alive(pid: int) -> bool:
@@ -741,27 +816,64 @@ def _has_marker(folder: Path) -> bool:
         return handle.read(len(_MARKER_TEXT) + 1) == _MARKER_TEXT
 
 
-def remove_stale_partials(out: Path, root: str | os.PathLike[str] | None = None) -> list[Path]:
+def _staging_pid(name: str, prefix: str) -> int | None:
+    """The process id in a staging folder's ``name`` (``PREFIX<pid>-<random>``), or None.
+
+    Only a name that starts with exactly ``prefix`` and continues with digits and a
+    ``-`` qualifies: ``.o1.leakaudit-partial-...`` is never read as a leftover of
+    ``--out 'o[12]'``.
+
+    Examples
+    --------
+    >>> _staging_pid(".o.leakaudit-partial-123-abc", ".o.leakaudit-partial-")
+    123
+    >>> _staging_pid(".o1.leakaudit-partial-123-abc", ".o[12].leakaudit-partial-") is None
+    True
+    """
+    if not name.startswith(prefix):
+        return None
+    pid_text, dash, _ = name[len(prefix) :].partition("-")
+    if not dash or not pid_text.isascii() or not pid_text.isdigit() or len(pid_text) > 10:
+        return None
+    pid = int(pid_text)
+    return pid if 0 < pid < 2**31 else None  # os.kill(0, ...) would signal our own group
+
+
+def remove_stale_partials(
+    out: Path,
+    root: str | os.PathLike[str] | None = None,
+    *,
+    protected: Iterable[Protected] = (),
+) -> list[Path]:
     """Remove unfinished builds of ``out`` left by runs that were killed; return them.
 
-    Only this module's own staging folders are removed: named like one, with a
-    process id that has ended, a real folder (not a symbolic link) holding the
-    marker file written at its creation, and neither ROOT, inside it, nor
-    containing it.
+    Only this module's own staging folders are removed: named exactly like one
+    of ``out`` (the folder beside it is listed and each name compared with the
+    prefix, never matched as a pattern, so ``[``, ``*`` or ``?`` in ``out``'s
+    name match only themselves), with a process id that has ended, a real
+    folder (not a symbolic link) holding the marker file written at its
+    creation, and neither ROOT nor a ``protected`` place (see
+    :func:`check_tree_target`), inside one, nor containing one.
     """
     removed: list[Path] = []
     if not out.parent.is_dir():
         return removed
-    real_root = Path(os.path.realpath(root)) if root is not None else None
+    places = list(protected)
+    if root is not None:
+        places.append(Protected(os.path.realpath(root), "ROOT"))
+    try:
+        names = sorted(os.listdir(out.parent))
+    except OSError:
+        return removed
     for prefix in (f".{out.name}{_PARTIAL}", f".{out.name}{_OLD}"):
-        for candidate in sorted(out.parent.glob(prefix + "*")):
-            pid_text = candidate.name[len(prefix) :].split("-", 1)[0]
-            if not pid_text.isdigit() or _process_alive(int(pid_text)):
+        for name in names:
+            pid = _staging_pid(name, prefix)
+            if pid is None or _process_alive(pid):
                 continue
+            candidate = out.parent / name
             if candidate.is_symlink() or not candidate.is_dir() or not _has_marker(candidate):
                 continue
-            real = Path(os.path.realpath(candidate))
-            if real_root is not None and (is_within(real, real_root) or is_within(real_root, real)):
+            if protected_conflict(candidate, places) is not None:
                 continue
             shutil.rmtree(candidate, ignore_errors=True)
             removed.append(candidate)
@@ -811,8 +923,12 @@ def manifest_inside(out: Path, manifest: str | os.PathLike[str] | None) -> str |
 
 
 def _csv_field(value: Any) -> str:
-    """One CSV field: quoted when it holds a comma, a quote, a CR or an LF (RFC 4180)."""
-    text = "" if value is None else str(value)
+    """One CSV field: quoted when it holds a comma, a quote, a CR or an LF (RFC 4180).
+
+    Text a spreadsheet would run as a formula gets a ``'`` in front, as in the
+    scan's CSVs (:func:`~leakaudit._export_encoding.defused_cell`).
+    """
+    text = "" if value is None else str(defused_cell(value))
     if any(c in text for c in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
@@ -851,6 +967,7 @@ def write_tree(
     link: bool = True,
     manifest: str | os.PathLike[str] | None = None,
     on_progress: Callable[[], None] | None = None,
+    protected: Iterable[Protected] = (),
 ) -> TreeWriteSummary:
     """Write NEW_ROOT from ``plan``, all or nothing, and its manifest last.
 
@@ -871,7 +988,7 @@ def write_tree(
     top = os.fspath(root)
     target = Path(out)
     summary = TreeWriteSummary(entries=[], manifest=Path())
-    summary.removed_partials = remove_stale_partials(target, top)
+    summary.removed_partials = remove_stale_partials(target, top, protected=protected)
     target.parent.mkdir(parents=True, exist_ok=True)
     shell = Path(
         tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}{_PARTIAL}{os.getpid()}-")

@@ -58,11 +58,18 @@ from leakaudit.demo import build_demo_dataset
 from leakaudit.export import csv_paths, evidence_text, leak_matches, write_csv_tables, write_json
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.htmlreport import MAX_MEMBERS_SHOWN, write_html
-from leakaudit.listing import find_split_folders
+from leakaudit.listing import dataset_boundary, find_split_folders
 from leakaudit.loading import DecodeOptions
 from leakaudit.policy import DEFAULT_PRIORITY, SPLIT_ALIASES, match_priority
 from leakaudit.report import LeakageReport
-from leakaudit.safe_io import OutputPathError, atomic_open, check_output_path, is_within
+from leakaudit.safe_io import (
+    OutputPathError,
+    Protected,
+    atomic_open,
+    check_output_path,
+    is_within,
+    protected_conflict,
+)
 from leakaudit.shards import (
     audit_hash_shards,
     check_new_shard_folder,
@@ -109,10 +116,11 @@ def _output_files(args: argparse.Namespace) -> list[tuple[str, Path]]:
     return files
 
 
-def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> None:
+def _check_outputs(args: argparse.Namespace, protected: Sequence[Path | Protected] = ()) -> None:
     """Fail before the (long) audit when an output is unsafe or cannot be written.
 
-    No output may resolve inside ``protected`` (the dataset's folders), and each
+    No output may resolve inside ``protected`` (the dataset's folders and where its
+    followed links lead: :func:`~leakaudit.listing.dataset_boundary`), and each
     output's folder must accept a new file.
     """
     try:
@@ -144,7 +152,7 @@ def _check_outputs(args: argparse.Namespace, protected: Sequence[Path] = ()) -> 
             raise UsageError(str(error)) from None
 
 
-def _check_default_cache(protected: Sequence[Path]) -> None:
+def _check_default_cache(protected: Sequence[Path | Protected]) -> None:
     """Refuse a default cache folder inside the dataset, as ``--cache-dir`` there is refused.
 
     The folder ``$LEAKAUDIT_CACHE_DIR`` or ``$XDG_CACHE_HOME`` sets is checked
@@ -152,22 +160,22 @@ def _check_default_cache(protected: Sequence[Path]) -> None:
     """
 
     folder = default_cache_dir()
-    resolved = folder.resolve()
-    for top in protected:
-        if is_within(resolved, Path(top).resolve()):
-            source = (
-                f"${CACHE_DIR_ENV}"
-                if os.environ.get(CACHE_DIR_ENV)
-                else "$XDG_CACHE_HOME"
-                if os.path.isabs(os.environ.get("XDG_CACHE_HOME", ""))
-                else "the default"
-            )
-            raise UsageError(
-                f"the hash cache folder {printable(str(folder))} (set by {source}) must be "
-                f"outside the dataset ({printable(str(top))}); it is inside it. Point "
-                f"{source if source != 'the default' else CACHE_DIR_ENV} elsewhere, or pass "
-                "--cache-dir DIR or --no-cache"
-            )
+    conflict = protected_conflict(folder, protected)
+    if conflict is None:
+        return
+    source = (
+        f"${CACHE_DIR_ENV}"
+        if os.environ.get(CACHE_DIR_ENV)
+        else "$XDG_CACHE_HOME"
+        if os.path.isabs(os.environ.get("XDG_CACHE_HOME", ""))
+        else "the default"
+    )
+    raise UsageError(
+        f"the hash cache folder {printable(str(folder))} (set by {source}) must be "
+        f"outside the dataset: {printable(conflict)}. Point "
+        f"{source if source != 'the default' else CACHE_DIR_ENV} elsewhere, or pass "
+        "--cache-dir DIR or --no-cache"
+    )
 
 
 def _progress(args: argparse.Namespace) -> bool | None:
@@ -406,7 +414,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         while name in splits:
             name += "'"
         splits[name] = path
-    _check_outputs(args, list(splits.values()))
+    _check_outputs(args, dataset_boundary(splits.values()))
     reference = next(iter(splits))
     report = _run_audit(splits, args)
     matches = leak_matches(report, reference, evidence=True)
@@ -466,7 +474,7 @@ def _cmd_group(args: argparse.Namespace) -> int:
 
 def _cmd_scan(args: argparse.Namespace) -> int:
     splits = find_split_folders(_check_dir(args.root), args.split)
-    _check_outputs(args, [args.root])
+    _check_outputs(args, dataset_boundary(splits.values(), root=args.root))
     log.info(
         "splits: %s",
         ", ".join(f"{printable(name)} ({printable(str(path))})" for name, path in splits.items()),
@@ -508,7 +516,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     root = _check_dir(args.root)
     if args.sample < MIN_CALIBRATION_IMAGES:
         raise UsageError(f"--sample must be at least {MIN_CALIBRATION_IMAGES}; got {args.sample}")
-    _check_outputs(args, [root])
+    _check_outputs(args, dataset_boundary([root]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = calibrate_threshold(
@@ -581,16 +589,16 @@ def _resolve_priority(text: str | None, splits: Sequence[str]) -> list[str]:
     return resolved
 
 
-def _check_clean_outputs(args: argparse.Namespace, root: Path) -> None:
+def _check_clean_outputs(args: argparse.Namespace, root: Path, protected: list[Protected]) -> None:
     """Check --out, --manifest and the audit outputs before the audit starts."""
 
     try:
-        check_tree_target(root, args.out, replace=args.force)
+        check_tree_target(root, args.out, replace=args.force, protected=protected)
         if args.manifest is not None and manifest_inside(args.out, args.manifest) is None:
-            check_output_path(args.manifest, option="--manifest", protected=[root])
+            check_output_path(args.manifest, option="--manifest", protected=protected)
     except (ValueError, OSError) as error:
         raise UsageError(str(error)) from None
-    _check_outputs(args, [root])
+    _check_outputs(args, protected)
 
 
 def _outputs_in_tree(args: argparse.Namespace, out: Path, planned: set[str]) -> None:
@@ -612,27 +620,23 @@ def _outputs_in_tree(args: argparse.Namespace, out: Path, planned: set[str]) -> 
 def _cmd_clean(args: argparse.Namespace) -> int:
     root: Path = _check_dir(args.root)
     out: Path = args.out
-    _check_clean_outputs(args, root)
     splits = find_split_folders(root, args.split)
+    # ROOT, each split folder and every link the audit follows, resolved before anything
+    # is read or written: NEW_ROOT, its manifest, the cache and every output stay clear.
+    protected = dataset_boundary(splits.values(), root=root)
+    _check_clean_outputs(args, root, protected)
     priority = _resolve_priority(args.priority, list(splits))
 
     report = _run_audit(splits, args, root=root)
     print(report.to_text())
     assert report.table is not None  # audit_splits always returns its table
     cleaned = clean_splits(report.table, priority, policy=args.policy)
-    # A split folder that is a symbolic link out of ROOT (a split on another disk) was
-    # scanned: its files are written to NEW_ROOT in a real folder (manifest: "followed").
-    real_root = root.resolve()
-    follow = [
-        folder.name
-        for folder in splits.values()
-        if folder.is_symlink()
-        and not is_within(folder.resolve(), real_root)
-        and not is_within(real_root, folder.resolve())
-    ]
+    # Inside the split folders links are followed as the audit followed them: a split
+    # folder or class folder that is a link is written to NEW_ROOT as a real folder
+    # (manifest: "followed"), so NEW_ROOT holds what ImageFolder saw on ROOT.
     plan = plan_tree(
         root,
-        walk_tree(root, follow=follow),
+        walk_tree(root, follow=[folder.name for folder in splits.values()]),
         cleaned,
         {name: folder.name for name, folder in splits.items()},
         # The default manifest's place is ours: a ROOT file there moves aside. One the user
@@ -641,7 +645,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     )
     _outputs_in_tree(args, out, {entry.new_path for entry in plan if entry.new_path})
     try:  # again: the audit took a while, and --out may have changed meanwhile
-        check_tree_target(root, out, replace=args.force)
+        check_tree_target(root, out, replace=args.force, protected=protected)
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -649,7 +653,13 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     bar = Progress(writes, label="writing", enabled=progress_enabled(_progress(args), writes))
     try:
         summary = write_tree(
-            plan, root, out, link=not args.copy, manifest=args.manifest, on_progress=bar.update
+            plan,
+            root,
+            out,
+            link=not args.copy,
+            manifest=args.manifest,
+            on_progress=bar.update,
+            protected=protected,
         )
     finally:
         bar.close()

@@ -1,29 +1,33 @@
 """Finding the images of a dataset: split folders, image files, repeated listings.
 
 The file-finding half of the loading stage: what :mod:`leakaudit.loading`
-decodes, this module finds. Links are handled by one rule everywhere: a link to
-an image is followed only when it resolves inside the dataset, and folder links
-are never followed (a loop cannot hang the scan).
+decodes, this module finds. Links are handled by one rule at every depth, the
+view torchvision's ``ImageFolder`` has of the data: every link to a folder or to
+an image is followed, wherever it leads, except a folder link that leads back
+into a folder holding it (a loop), which is named in a warning.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from leakaudit._text import first_few, printable
 from leakaudit.policy import SPLIT_ALIASES, split_sort_key
+from leakaudit.safe_io import Protected
 
 __all__ = [
     "IMAGE_EXTENSIONS",
     "EmptySplitWarning",
     "FolderScanWarning",
     "RepeatedPathWarning",
+    "dataset_boundary",
     "drop_repeated_paths",
     "find_split_folders",
+    "folder_link_loop",
     "list_image_files",
     "list_image_paths",
     "warn_empty_splits",
@@ -100,11 +104,13 @@ def list_image_files(
 
     Files are recognised by extension (case-insensitive, see
     :data:`IMAGE_EXTENSIONS`); hidden files and folders are skipped. Symbolic
-    links to folders are not followed (a link loop cannot hang the scan).
-    Symbolic links to files are followed only when they resolve inside
-    ``within`` (a folder or several; default ``folder`` itself): a link that
-    leaves the dataset is not read. Sub-folders that cannot be listed, and
-    links that were not followed, are named in one :class:`FolderScanWarning`.
+    links are followed as torchvision's ``ImageFolder`` follows them
+    (``os.walk(followlinks=True)``), at every depth and wherever they lead: a
+    link to a folder is listed like the folder, a link to an image like the
+    image. The one exception is a loop: a folder link that leads back to a
+    folder holding it (by real path) is not followed, and is named in a
+    :class:`FolderScanWarning`, as are sub-folders that cannot be listed.
+    ``within`` is accepted for older callers and no longer narrows anything.
 
     Raises
     ------
@@ -115,20 +121,117 @@ def list_image_files(
     return [Path(path) for path in list_image_paths(root, recursive=recursive, within=within)]
 
 
-def _boundaries(
-    folder: str, within: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
-) -> list[str]:
-    if within is None:
-        folders: Sequence[str | os.PathLike[str]] = [folder]
-    elif isinstance(within, (str, os.PathLike)):
-        folders = [within]
-    else:
-        folders = within
-    return [os.path.realpath(os.fspath(path)) for path in folders]
+def _contains(folder: str, path: str) -> bool:
+    """``path`` is ``folder`` or lies below it (both real paths)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _inside(path: str, boundaries: list[str]) -> bool:
-    return any(path == top or path.startswith(top.rstrip(os.sep) + os.sep) for top in boundaries)
+def folder_link_loop(target: str, chain: Sequence[str]) -> bool:
+    """Whether a folder link resolving to ``target`` leads back into the folders it is in.
+
+    The one loop rule of every walk that follows links (the listing here,
+    ``clean``'s :func:`~leakaudit.cleantree.walk_tree`): ``chain`` holds the
+    real paths of the folders descended to reach the link, ``target`` the
+    link's real path; following a link whose target holds one of them would
+    list that folder again, without end.
+
+    Examples
+    --------
+    >>> folder_link_loop("/d", ["/d/test", "/d/test/a"])
+    True
+    >>> folder_link_loop("/d/train/a", ["/d/test"])
+    False
+    """
+    return any(_contains(target, folder) for folder in chain)
+
+
+class _Walk:
+    """One listing of a folder with the link policy of :func:`list_image_files`."""
+
+    def __init__(self, root: str, *, recursive: bool, targets: bool = False) -> None:
+        self.root = root
+        self.images: list[str] = []
+        self.problems: list[str] = []
+        self.loops: list[str] = []
+        #: (link, the real path it leads to) for every followed link, when ``targets``.
+        self.targets: list[tuple[str, str]] = []
+        self._targets = targets
+        self._walk(recursive)
+
+    def _entries(self, directory: str) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(directory) as scan:
+                entries = list(scan)
+        except OSError as err:  # as os.walk: the folder is reported and skipped
+            self.problems.append(f"{printable(str(err.filename))}: {err.strerror}")
+            return []
+        entries.sort(key=lambda entry: entry.name)
+        return entries
+
+    def _walk(self, recursive: bool) -> None:
+        # Depth first, each folder's entries in name order: that is the order of Path
+        # comparison (part by part) without a sort key per file. A stack, not recursion:
+        # no depth limit. ``chain`` holds the real path of each folder on the stack.
+        chain = [os.path.realpath(self.root)]
+        stack = [iter(self._entries(self.root))]
+        while stack:
+            for entry in stack[-1]:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                try:
+                    folder = entry.is_dir()
+                except OSError:  # as os.walk: counted as a file
+                    folder = False
+                if folder:
+                    if not recursive:
+                        continue
+                    if entry.is_symlink():
+                        real = os.path.realpath(entry.path)
+                        if folder_link_loop(real, chain):
+                            self.loops.append(f"{printable(entry.path)} -> {printable(real)}")
+                            continue
+                        if self._targets:
+                            self.targets.append((entry.path, real))
+                    else:
+                        real = os.path.join(chain[-1], name)
+                    chain.append(real)
+                    stack.append(iter(self._entries(entry.path)))
+                    break
+                dot = name.rfind(".")  # os.path.splitext for a name not starting with "."
+                if dot > 0 and name[dot:].lower() in IMAGE_EXTENSIONS:
+                    # A dangling or looping link stays in: its read is a recorded failure.
+                    if self._targets and entry.is_symlink():
+                        self.targets.append((entry.path, os.path.realpath(entry.path)))
+                    self.images.append(entry.path)
+            else:
+                stack.pop()
+                chain.pop()
+
+    def warn(self) -> None:
+        """One :class:`FolderScanWarning` for unlistable folders, one for loops."""
+        if self.problems:
+            warnings.warn(
+                f"{len(self.problems)} folder(s) under {printable(self.root)} could not be "
+                "listed: " + first_few(self.problems, len(self.problems)),
+                FolderScanWarning,
+                stacklevel=4,
+            )
+        if self.loops:
+            warnings.warn(
+                f"{len(self.loops)} folder link(s) under {printable(self.root)} lead back into "
+                "a folder that holds them (a loop) and were not followed: "
+                + first_few(self.loops, len(self.loops)),
+                FolderScanWarning,
+                stacklevel=4,
+            )
+
+
+def _check_folder(root: str) -> None:
+    if not os.path.exists(root):
+        raise FileNotFoundError(f"folder not found: {root}")
+    if not os.path.isdir(root):
+        raise NotADirectoryError(f"not a folder: {root}")
 
 
 def list_image_paths(
@@ -143,74 +246,55 @@ def list_image_paths(
     listing itself on folders of tens of thousands of images).
     """
     root = os.fspath(folder)
-    if not os.path.exists(root):
-        raise FileNotFoundError(f"folder not found: {root}")
-    if not os.path.isdir(root):
-        raise NotADirectoryError(f"not a folder: {root}")
-    boundaries = _boundaries(root, within)
-    problems: list[str] = []
-    outside: list[str] = []
-    found: list[str] = []
+    _check_folder(root)
+    walk = _Walk(root, recursive=recursive)
+    walk.warn()
+    return walk.images
 
-    def entries_by_name(directory: str) -> list[os.DirEntry[str]]:
-        try:
-            with os.scandir(directory) as scan:
-                entries = list(scan)
-        except OSError as err:  # as os.walk: the folder is reported and skipped
-            problems.append(f"{err.filename}: {err.strerror}")
-            return []
-        entries.sort(key=lambda entry: entry.name)
-        return entries
 
-    def is_folder(entry: os.DirEntry[str]) -> bool:
-        try:
-            return entry.is_dir()
-        except OSError:  # as os.walk: counted as a file
-            return False
+def dataset_boundary(
+    folders: Iterable[str | os.PathLike[str]],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    recursive: bool = True,
+) -> list[Protected]:
+    """Every place an audit of ``folders`` reads, resolved: what no output may touch.
 
-    # Depth first, each folder's entries in name order: that is the order of Path
-    # comparison (part by part) without a sort key per file. A stack, not recursion:
-    # no depth limit. Links to folders are not followed (a loop cannot hang the scan).
-    stack = [iter(entries_by_name(root))]
-    while stack:
-        for entry in stack[-1]:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            if is_folder(entry):
-                if recursive and not entry.is_symlink():
-                    stack.append(iter(entries_by_name(entry.path)))
-                    break
-                continue
-            dot = name.rfind(".")  # os.path.splitext for a name not starting with "."
-            if dot > 0 and name[dot:].lower() in IMAGE_EXTENSIONS:
-                # A dangling or looping link stays in (its read is a recorded failure);
-                # one that resolves outside the dataset is never read.
-                if entry.is_symlink() and not _inside(os.path.realpath(entry.path), boundaries):
-                    outside.append(entry.path)
-                    continue
-                found.append(entry.path)
-        else:
-            stack.pop()
-    if problems:
-        warnings.warn(
-            f"{len(problems)} folder(s) under {root} could not be listed: "
-            + first_few(problems, len(problems)),
-            FolderScanWarning,
-            stacklevel=3,
-        )
-    if outside:
-        warnings.warn(
-            f"{len(outside)} symbolic link(s) under {root} point outside the dataset "
-            f"({', '.join(printable(top) for top in boundaries)}) and were not followed: "
-            + first_few(
-                (f"{printable(path)} -> {printable(os.path.realpath(path))}" for path in outside),
-                len(outside),
-            ),
-            FolderScanWarning,
-            stacklevel=3,
-        )
-    return found
+    ROOT (when given), each listed folder (a split folder that is a link is
+    resolved to its target) and every folder or image that a link under them
+    leads to, followed as :func:`list_image_paths` follows links (at every
+    depth, inside followed folders too). Each is a
+    :class:`~leakaudit.safe_io.Protected` (a real path and how to name it) for
+    :func:`~leakaudit.safe_io.check_output_path`: the output, the hash cache,
+    ``--show`` and ``clean``'s NEW_ROOT may not be, contain or lie inside one.
+    Nothing is warned here (the audit's own listing does).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> top = pathlib.Path(tempfile.mkdtemp())
+    >>> (top / "d" / "train").mkdir(parents=True); (top / "ext_test").mkdir()
+    >>> (top / "d" / "test").symlink_to("../ext_test")
+    >>> [item.real == str((top / "ext_test").resolve()) for item in
+    ...  dataset_boundary([top / "d" / "train", top / "d" / "test"], root=top / "d")]
+    [False, False, True]
+    """
+    protected: list[Protected] = []
+    if root is not None:
+        protected.append(Protected(os.path.realpath(root), f"ROOT {printable(os.fspath(root))}"))
+    for folder in folders:
+        name = os.fspath(folder)
+        real = os.path.realpath(name)
+        shown = printable(name)
+        what = f"the folder {shown}" if not os.path.islink(name) else f"{shown} (a link)"
+        protected.append(Protected(real, what))
+        if not os.path.isdir(name):
+            continue
+        for link, target in _Walk(name, recursive=recursive, targets=True).targets:
+            if any(_contains(item.real, target) for item in protected):
+                continue  # inside a place already protected
+            protected.append(Protected(target, f"where the link {printable(link)} leads"))
+    return protected
 
 
 def _path_text(source: Any) -> str | None:
@@ -220,8 +304,17 @@ def _path_text(source: Any) -> str | None:
     return None
 
 
-def drop_repeated_paths(sources: list[Any], labels: list[str]) -> tuple[list[Any], list[str]]:
+def drop_repeated_paths(
+    sources: list[Any], labels: list[str], *, tops: Sequence[str | None] | None = None
+) -> tuple[list[Any], list[str]]:
     """Keep the first listing of each file; warn (:class:`RepeatedPathWarning`) about the rest.
+
+    ``tops``, when given, names for each source the folder it was listed from
+    (None for a path given as such): that folder is resolved, what the listing
+    found below it is not, so a file reached through a link the listing followed
+    (a class folder linked from train into test) is a second file, a real leak,
+    and only the same folder listed twice (``d`` and ``./d``, a split folder
+    and a link to it) repeats. Without ``tops``, each path's folder is resolved.
 
     Examples
     --------
@@ -244,8 +337,12 @@ def drop_repeated_paths(sources: list[Any], labels: list[str]) -> tuple[list[Any
         if path is None:
             keep.append(i)
             continue
-        folder, sep, name = path.rpartition(separator)
-        folder = folder or (separator if sep else os.curdir)  # "/x.jpg" or "x.jpg"
+        top = tops[i] if tops is not None else None
+        if top is not None and path.startswith(top):
+            folder, name = top, path[len(top) :].lstrip(separator)
+        else:
+            folder, sep, name = path.rpartition(separator)
+            folder = folder or (separator if sep else os.curdir)  # "/x.jpg" or "x.jpg"
         real = folders.get(folder)
         if real is None:
             real = folders[folder] = os.path.realpath(folder)

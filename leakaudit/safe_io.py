@@ -20,22 +20,82 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from leakaudit._interrupts import signals_held
 
 __all__ = [
     "OutputPathError",
+    "Protected",
     "atomic_open",
     "check_output_path",
     "is_within",
     "probe_writable",
+    "protected_conflict",
     "resolve_within",
 ]
 
 
 class OutputPathError(ValueError):
     """An output location is unsafe or unusable (inside the dataset, not writable, ...)."""
+
+
+class Protected(NamedTuple):
+    """A place no output may be, contain or lie inside: a real path and how to name it.
+
+    ``real`` is already resolved (every link followed); ``what`` names it in
+    messages, like ``"the split folder d/test (a link to /data/ext_test)"``.
+    :func:`leakaudit.listing.dataset_boundary` builds them for a dataset.
+    """
+
+    real: str
+    what: str
+
+
+def _protected(items: Iterable[str | os.PathLike[str] | Protected]) -> list[Protected]:
+    return [
+        item
+        if isinstance(item, Protected)
+        else Protected(os.path.realpath(item), f"the dataset ({os.fspath(item)})")
+        for item in items
+    ]
+
+
+def protected_conflict(
+    path: str | os.PathLike[str],
+    protected: Iterable[str | os.PathLike[str] | Protected],
+    *,
+    containing: bool = True,
+) -> str | None:
+    """How ``path`` (resolved here) meets a protected place, in words; None when it does not.
+
+    ``path`` meets one when it is that place, lies inside it, or (with
+    ``containing``, for a folder an output fills or replaces) contains it.
+
+    Examples
+    --------
+    >>> protected_conflict("/data/ext/x.csv", [Protected("/data/ext", "the split folder d/test")])
+    '/data/ext/x.csv lies inside the split folder d/test (/data/ext)'
+    >>> protected_conflict("/data", [Protected("/data/ext", "the split folder d/test")])
+    '/data contains the split folder d/test (/data/ext)'
+    >>> protected_conflict("/elsewhere", [Protected("/data/ext", "d/test")]) is None
+    True
+    """
+    real = os.path.realpath(path)
+    inside = real.rstrip(os.sep) + os.sep
+    for item in _protected(protected):
+        top = item.real.rstrip(os.sep) + os.sep
+        if real == item.real:
+            relation = "is"
+        elif real.startswith(top):
+            relation = "lies inside"
+        elif containing and item.real.startswith(inside):
+            relation = "contains"
+        else:
+            continue
+        shown = os.fspath(path)
+        return f"{shown} {relation} {item.what} ({item.real})"
+    return None
 
 
 def is_within(path: Path, folder: Path) -> bool:
@@ -158,7 +218,7 @@ def check_output_path(
     path: str | os.PathLike[str],
     *,
     option: str,
-    protected: Iterable[str | os.PathLike[str]] = (),
+    protected: Iterable[str | os.PathLike[str] | Protected] = (),
     is_folder: bool = False,
     writable: bool = True,
 ) -> Path:
@@ -170,10 +230,13 @@ def check_output_path(
         Where the output will be written.
     option : str
         The option's name for messages, like ``"--csv"``.
-    protected : iterable of paths
-        Folders nothing may be written into (the dataset's roots and splits).
-        ``path`` is resolved (symlinks followed) before the comparison, so a
-        link into a protected folder is refused too.
+    protected : iterable of paths or Protected
+        Places nothing may be written into (the dataset's root, its split
+        folders, and where its followed links lead: see
+        :func:`leakaudit.listing.dataset_boundary`). ``path`` is resolved
+        (symlinks followed) before the comparison, so a link into a protected
+        folder is refused too; a folder output (``is_folder``) that contains
+        one is refused as well.
     is_folder : bool
         ``path`` is a folder to create or fill (``--show``), not a file.
     writable : bool, default True
@@ -188,15 +251,12 @@ def check_output_path(
         its folder is missing, or nothing can be created there.
     """
     target = Path(path)
-    resolved = target.resolve()
-    for folder in protected:
-        real = Path(folder).resolve()
-        if is_within(resolved, real):
-            raise OutputPathError(
-                f"{option} must be outside the dataset ({folder}); {target} is inside it"
-            )
-        if is_folder and is_within(real, resolved):
-            raise OutputPathError(f"{option} must not contain the dataset ({folder}); got {target}")
+    conflict = protected_conflict(target, protected, containing=is_folder)
+    if conflict is not None:
+        raise OutputPathError(
+            f"{option} must be outside the dataset and every folder or file its links lead to; "
+            f"{conflict}"
+        )
     if not writable:
         return target
     if is_folder:

@@ -264,9 +264,11 @@ def test_hostile_entries_are_recorded_not_followed(
     before = _snapshot(root)
     out = tmp_path / "out"
     options = ["--copy"] if mode == "--copy" else []
+    outside_before = _snapshot(tmp_path / "outside.jpg")
     assert _clean(root, out, *options) == 0
-    assert "point outside the dataset" in capsys.readouterr().err
+    assert "could not be read" in capsys.readouterr().err  # the device, the loop, ...
     assert_unchanged(before, root, out)
+    assert_unchanged(outside_before, tmp_path / "outside.jpg", out)
     manifest = _manifest(out / MANIFEST_NAME).set_index("old_path")
     # Every entry under ROOT has a row.
     assert sorted(manifest.index) == sorted(e.relative for e in walk_tree(root))
@@ -274,7 +276,12 @@ def test_hostile_entries_are_recorded_not_followed(
     assert skipped["notes.txt"].startswith("symbolic link leaving ROOT")
     assert skipped["etc"].startswith("symbolic link leaving ROOT")
     assert skipped["test/zero.jpg"].startswith("symbolic link leaving ROOT")
-    assert skipped["test/outside.jpg"].startswith("symbolic link leaving ROOT")
+    # An image link leaving ROOT is read, as ImageFolder reads it (issue 35.4), and written
+    # as a regular file; the device behind zero.jpg and the secret never are.
+    outside = manifest.loc["test/outside.jpg"]
+    assert outside["action"] == "kept" and "written as a regular file" in outside["reason"]
+    assert not (out / outside["new_path"]).is_symlink()
+    assert (out / outside["new_path"]).read_bytes() == (tmp_path / "outside.jpg").read_bytes()
     assert skipped["test/pipe.jpg"].startswith("named pipe")
     assert skipped["train/dangling.jpg"] == "dangling symbolic link"
     assert skipped["train/loop.jpg"] == "symbolic link loop"
@@ -293,15 +300,19 @@ def test_hostile_entries_are_recorded_not_followed(
     assert (out / "cats").is_symlink() and (out / "cats").resolve() == (out / "train/cat").resolve()
 
 
-def test_scan_does_not_hash_links_leaving_the_dataset(root: Path, tmp_path: Path) -> None:
+def test_scan_hashes_links_leaving_the_dataset_as_imagefolder_reads_them(
+    root: Path, tmp_path: Path
+) -> None:
+    """Issue 35.4: ImageFolder reads an image link wherever it leads; so does the audit."""
     _write_image(tmp_path / "outside.jpg", 1)  # the same picture as train/cat/a1.jpg
     (root / "test" / "outside.jpg").symlink_to(tmp_path / "outside.jpg")
-    with pytest.warns(FolderScanWarning, match="not followed"):
-        report = leakaudit.audit_splits(
-            {"train": root / "train", "test": root / "test"}, workers=1, cache=False
-        )
+    report = leakaudit.audit_splits(
+        {"train": root / "train", "test": root / "test"}, workers=1, cache=False
+    )
     assert report.table is not None
-    assert not report.table["path"].str.endswith("outside.jpg").any()
+    table = report.table.set_index("path")
+    outside = str(root / "test" / "outside.jpg")
+    assert table.loc[outside, "group_id"] == table.loc[str(root / "train/cat/a1.jpg"), "group_id"]
 
 
 def test_unlistable_folder_has_a_manifest_row(root: Path, tmp_path: Path) -> None:

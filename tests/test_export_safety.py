@@ -462,6 +462,33 @@ def test_csv_defuses_a_leading_carriage_return(tmp_path: Path) -> None:
     assert [row["path"] for row in _csv_rows(tmp_path / "t.csv")] == ["'\rx.png"]
 
 
+def test_clean_manifest_defuses_formula_cells_as_the_scan_csvs_do(tmp_path: Path) -> None:
+    """Issue 35.10: the manifest wrote ``=cmd.jpg`` and friends as bare cells."""
+    from leakaudit.cleantree import PlannedEntry, write_manifest
+
+    names = ["=cmd.jpg", "+1.jpg", "-x.jpg", "@SUM(A1).jpg", "\tt.jpg", "\rr.jpg", "ok.jpg"]
+    entries = [PlannedEntry(f"train/{n}", n, "train", "test", "moved", 3) for n in names]
+    entries.append(PlannedEntry("=top.txt", "=top.txt", "", "", "unaudited", reason="-why"))
+    buffer = io.StringIO()
+    write_manifest(buffer, entries)
+    path = tmp_path / "manifest.csv"
+    path.write_text(buffer.getvalue(), newline="")
+    rows = _csv_rows(path)
+    assert [row["new_path"] for row in rows] == [
+        "'=cmd.jpg", "'+1.jpg", "'-x.jpg", "'@SUM(A1).jpg", "'\tt.jpg", "'\rr.jpg", "ok.jpg",
+        "'=top.txt",
+    ]  # fmt: skip
+    assert rows[-1]["old_path"] == "'=top.txt" and rows[-1]["reason"] == "'-why"
+    assert rows[0]["old_path"] == "train/=cmd.jpg"  # only a cell's first character counts
+    assert [row["group_id"] for row in rows[:2]] == ["3", "3"]  # numbers stay numbers
+    # The same rule, from one place, as the scan's CSVs.
+    frame = pd.DataFrame({"path": names, "split": "train", "hash": "0" * 16, "group_id": 0})
+    write_csv_tables(dhash_audit(frame), tmp_path / "t.csv")
+    assert [row["path"] for row in _csv_rows(tmp_path / "t.csv")] == [
+        row["new_path"] for row in rows[:-1]
+    ]
+
+
 # ---------------------------------------------------------------- 4. non-UTF-8 file names
 
 

@@ -70,21 +70,56 @@ def test_names_as_given_and_a_folder_before_a_file_it_prefixes(
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links")
-def test_links_to_folders_are_not_followed_and_links_to_files_are_listed(tmp_path: Path) -> None:
+def test_links_are_followed_as_imagefolder_follows_them_and_loops_are_named(
+    tmp_path: Path,
+) -> None:
+    """Issue 35.4: folder links were skipped silently; ImageFolder follows them."""
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "x.png").write_bytes(b"x")
+    outside = tmp_path.parent / (tmp_path.name + "-outside")
+    outside.mkdir()
+    (outside / "o.png").write_bytes(b"o")
     try:
         os.symlink(tmp_path / "real", tmp_path / "loop.png")  # a folder named like an image
         os.symlink(tmp_path, tmp_path / "real" / "up")  # a loop
         os.symlink(tmp_path / "real" / "x.png", tmp_path / "y.png")
         os.symlink(tmp_path / "missing.png", tmp_path / "z.png")  # dangling
+        os.symlink(outside, tmp_path / "away")  # a folder link leaving the folder
+        os.symlink(outside / "o.png", tmp_path / "w.png")  # an image link leaving it
     except OSError:
         pytest.skip("cannot create symbolic links here")
-    assert list_image_paths(tmp_path) == [
+    with pytest.warns(FolderScanWarning, match="2 folder link") as record:
+        listed = list_image_paths(tmp_path)
+    assert listed == [
+        str(tmp_path / "away" / "o.png"),
+        str(tmp_path / "loop.png" / "x.png"),
         str(tmp_path / "real" / "x.png"),
+        str(tmp_path / "w.png"),
         str(tmp_path / "y.png"),
         str(tmp_path / "z.png"),
     ]
+    # The view torchvision's ImageFolder has (os.walk(followlinks=True)), loops aside.
+    seen = []
+    for folder, folders, files in os.walk(tmp_path, followlinks=True):
+        folders[:] = [name for name in folders if name != "up"]  # ImageFolder would loop
+        seen += [os.path.join(folder, name) for name in files]
+    assert sorted(seen) == sorted(listed)
+    message = str(record[0].message)
+    assert f"{tmp_path / 'real' / 'up'} -> {tmp_path}" in message
+    assert f"{tmp_path / 'loop.png' / 'up'} -> {tmp_path}" in message
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links")
+def test_a_cycle_through_two_links_ends(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path.parent / (tmp_path.name + "-b")
+    a.mkdir()
+    b.mkdir()
+    (a / "1.png").write_bytes(b"1")
+    (b / "2.png").write_bytes(b"2")
+    (a / "to_b").symlink_to(b)
+    (b / "to_a").symlink_to(a)
+    with pytest.warns(FolderScanWarning, match="1 folder link"):
+        assert list_image_paths(a) == [str(a / "1.png"), str(a / "to_b" / "2.png")]
 
 
 @pytest.mark.skipif(
