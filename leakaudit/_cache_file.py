@@ -68,13 +68,25 @@ __all__ = [
 #: any file whose bytes were digested (version 1 had one column per field, and a
 #: digest only for low-information images). 3: a ``turned`` table of orientation
 #: hashes for dihedral matching. 4: a ``thumbs`` table of tiny images' luma thumbnails
-#: (the verified audit's tiny-photo net, :meth:`CachedFiles.thumbnails`).
-SCHEMA_VERSION = 4
+#: (the verified audit's tiny-photo net, :meth:`CachedFiles.thumbnails`). 5: 8 KiB
+#: pages (:data:`_PAGE_SIZE`), so a thumbnail's record sits in its table's page.
+SCHEMA_VERSION = 5
 DATABASE_NAME = f"hashes-v{SCHEMA_VERSION}.sqlite3"
 
 _APPLICATION_ID = 0x4C4B4155  # "LKAU": marks the file as ours
-_BUSY_TIMEOUT_S = 10.0
-_RETRIES = 8
+# The page size a new file is created with. A WITHOUT ROWID table keeps at most
+# (page - 12) * 64 / 255 - 23 bytes of a row in its page: 1,002 at SQLite's default
+# 4 KiB, so every thumbnail row (1,056 bytes of record, its key besides) spilled into
+# an overflow page of its own, and the file took 4.7x the thumbnails' bytes (issue 35).
+# At 8 KiB a row holds 2,030 bytes (a key up to ~900 bytes beside a thumbnail): 1.3x on
+# 20k and 100k rows, about the data itself with its keys; 16 KiB did no better
+# (benchmarks/bench_cache.py --layout, benchmarks/RESULTS.md).
+_PAGE_SIZE = 8192
+# How long one operation waits for a lock another process holds before this run goes
+# on without the cache: writers hold it for one short batch (milliseconds), so only a
+# lock held on purpose, or by a stuck process, lasts this long. (Eight retries of a
+# 10 s busy timeout stalled a run 86 s, issue 35.)
+_LOCK_PATIENCE_S = 2.0
 _LOOKUP_BATCH = 500  # bound parameters per SELECT (SQLite's default limit is 32766)
 _STORE_BATCH = 2000  # rows per write transaction: short, so other writers get their turn
 # Failure reasons that depend only on the file's bytes (see "Failures" above).
@@ -165,6 +177,15 @@ class _Unusable(Exception):
     """The cache cannot be used this run (go uncached)."""
 
 
+def _strict_text(value: bytes) -> str:
+    """A TEXT value read from the file; one that is not UTF-8 is damage (this module
+    writes only UTF-8), never a reason to give the cache up on every run."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Damaged("a text value is not UTF-8") from None
+
+
 class HashCache:
     """A folder holding the SQLite hash cache.
 
@@ -172,7 +193,7 @@ class HashCache:
     ----------
     directory : str or os.PathLike
         The folder; created on first use. The database is
-        ``directory / "hashes-v4.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
+        ``directory / "hashes-v5.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
 
     Notes
     -----
@@ -230,6 +251,7 @@ class HashCache:
                 packed = b""
             if not packed:
                 raise _Damaged("an entry's record is not what this version writes")
+            _check_entries(paths, packed, reasons)
             return paths, packed, reasons
 
         selected = self._run(select)
@@ -273,7 +295,8 @@ class HashCache:
             stored: dict[bytes, bytes] = {}
             for path, record in _select_keys(db, table, "path, record", keys, context):
                 if (
-                    not isinstance(record, bytes)
+                    type(path) is not bytes
+                    or not isinstance(record, bytes)
                     or len(record) < IDENTITY.size
                     or (len(record) - IDENTITY.size) % width
                 ):
@@ -354,32 +377,45 @@ class HashCache:
         return None
 
     def _with_retries(self, operation: Any) -> Any:
+        """Run ``operation(connection)``, waiting for other processes' locks
+        :data:`_LOCK_PATIENCE_S` in all, then giving up (:class:`_Unusable`).
+
+        Giving up makes this run go uncached (its results are the same; the next run,
+        the lock gone, fills the cache) rather than keep trying in the background: the
+        lookup cannot wait for later, and a writer left running would hold the audit's
+        exit back by as long as the lock lasts.
+        """
+        deadline = time.monotonic() + _LOCK_PATIENCE_S
         delay = 0.02
-        for attempt in range(_RETRIES):
+        while True:
             try:
-                with closing(self._connect()) as db:
+                with closing(self._connect(deadline - time.monotonic())) as db:
                     return operation(db)
             except sqlite3.Error as exc:
                 if _is_damage(exc):
                     raise _Damaged(str(exc)) from None
-                if _is_busy(exc) and attempt < _RETRIES - 1:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 1.0)
-                    continue
-                if _is_busy(exc):
-                    raise _Unusable(f"the cache {self.path} stayed locked ({exc})") from None
-                raise _Unusable(f"the cache {self.path} cannot be used ({exc})") from None
+                if not _is_busy(exc):
+                    raise _Unusable(f"the cache {self.path} cannot be used ({exc})") from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _Unusable(
+                        f"another process holds a lock on the hash cache {self.path} "
+                        f"(waited {_LOCK_PATIENCE_S:g} s)"
+                    ) from None
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 0.25)
             except OSError as exc:
                 raise _Unusable(
                     f"the cache folder {self.directory} cannot be used ({exc})"
                 ) from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, timeout: float) -> sqlite3.Connection:
+        """A connection whose statements wait for a lock at most ``timeout`` seconds."""
         self.directory.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(
-            self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            self.path, timeout=max(timeout, 0.0), isolation_level=None, check_same_thread=False
         )
+        db.text_factory = _strict_text
         try:
             if not self._ready:
                 self._prepare(db)
@@ -394,6 +430,8 @@ class HashCache:
         """Check the file is our cache (or empty: create it) and switch it to WAL."""
         application_id, version, has_tables = _identity(db)
         if not has_tables and application_id == 0:
+            # Before the first write (an existing file keeps its own page size).
+            db.execute(f"PRAGMA page_size={_PAGE_SIZE}")
             with _transaction(db):
                 # Re-checked inside the write lock: another process may have just done it.
                 if not db.execute("SELECT name FROM sqlite_master").fetchall():
@@ -479,6 +517,30 @@ class HashCache:
         if kind not in self._warned:
             self._warned.add(kind)
             warnings.warn(message, CacheWarning, stacklevel=5)
+
+
+def _check_entries(paths: Sequence[Any], packed: bytes, reasons: Sequence[Any]) -> None:
+    """Raise :class:`_Damaged` unless every entry read is one this version writes.
+
+    A value that does not parse is damage, never data: a failure reason outside the
+    vocabulary of cached failures (:data:`DETERMINISTIC_FAILURES`), or beside hashes
+    (a failed file has none), would otherwise hide a readable image as unreadable
+    (issue 35: a tampered ``error`` turned a leak into "No leakage").
+    """
+    if any(type(path) is not bytes for path in paths):
+        raise _Damaged("an entry's path is not a BLOB")
+    stored = np.frombuffer(packed, dtype="<u8").reshape(-1, 8)
+    if (stored[:, 7] & ~np.uint64(LOW_INFORMATION)).any():
+        raise _Damaged("an entry's flags hold bits this version never sets")
+    if reasons.count(None) == len(reasons):
+        return
+    for k, reason in enumerate(reasons):
+        if reason is None:
+            continue
+        if not isinstance(reason, str) or not reason.startswith(DETERMINISTIC_FAILURES):
+            raise _Damaged(f"an entry's error {reason!r:.80} is not a failure this version caches")
+        if stored[k, 4:].any():
+            raise _Damaged("an entry holds both a failure and hashes")
 
 
 def _select_keys(
