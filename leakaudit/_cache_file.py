@@ -11,6 +11,8 @@ path as bytes) and ``WITHOUT ROWID``: ``entries`` (one packed 64-byte record per
 file: identity, then phash, dhash, digest, flags; and the failure reason, or
 NULL), ``turned`` (orientation hashes) and ``thumbs`` (tiny images' luma
 thumbnails), each side record the identity it was computed under, then its value.
+The file is created with 8 KiB pages, so a thumbnail's row sits in its page
+(:data:`_PAGE_SIZE`).
 
 Lookups
 -------
@@ -22,12 +24,19 @@ compared as one array.
 
 Concurrency and damage
 ----------------------
-The database runs in WAL mode (readers never block the writer), with a busy
-timeout and retries on top; every write is one short ``BEGIN IMMEDIATE``
-transaction of ``executemany`` batches. A cache file that is not a database,
-is truncated, has another schema or holds a record of the wrong shape is
-renamed aside (``<name>.corrupt-<time>``, replacing any earlier one: at most
-one is kept) with one :class:`CacheWarning` and rebuilt; a cache folder that
+The database runs in WAL mode (readers never block the writer); every write is
+one short ``BEGIN IMMEDIATE`` transaction of ``executemany`` batches. An
+operation waits for other processes' locks :data:`_LOCK_PATIENCE_S` (2 s) in
+all; then the cache is off for this run, with one :class:`CacheWarning` naming
+the file and saying another process holds it (never a stall of minutes).
+
+A cache file that is not a database, is truncated, or has another schema, and
+any value read that this version never writes (a record of the wrong shape, a
+TEXT value that is not UTF-8, a key that is not a BLOB, flags it never sets, a
+failure reason outside :data:`DETERMINISTIC_FAILURES` or beside hashes) is
+damage, never data: the file is renamed aside (``<name>.corrupt-<time>``,
+replacing any earlier one: at most one is kept) with one :class:`CacheWarning`
+and rebuilt, and the operation runs again on the new file. A cache folder that
 cannot be written makes the run go uncached, with one warning. The cache never
 breaks an audit.
 """
@@ -199,8 +208,9 @@ class HashCache:
     -----
     Each operation opens its own short-lived connection, so one HashCache may
     be shared by threads and used from several processes at once. Problems
-    never raise: a damaged file is set aside and rebuilt, an unusable folder
-    disables the cache for this object, each with one :class:`CacheWarning`.
+    never raise: a damaged file is set aside and rebuilt; an unusable folder, or a
+    lock another process holds for over 2 s, disables the cache for this object;
+    each with one :class:`CacheWarning`.
 
     Examples
     --------

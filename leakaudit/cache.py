@@ -61,13 +61,9 @@ second audit of unchanged files decodes none of them again
 
 Lookups
 -------
-A second audit of an unchanged folder is stat + lookup, so the lookup is built
-for it: keys are made absolute once per folder, the entries of the key range the
-wanted paths span are read in one ``SELECT`` (a folder's entries sit together in
-the primary key; batched ``IN`` queries when that range is mostly other entries),
-and the identities are compared as one array. Each entry is one packed 64-byte
-record (identity, then phash, dhash, digest, flags), so the read makes two small
-values per row.
+A second audit of an unchanged folder is stat + lookup: keys are made absolute
+once per folder, and the file (:mod:`leakaudit._cache_file`) serves a folder's
+entries in one read, their identities compared as one array.
 
 Failures
 --------
@@ -80,13 +76,16 @@ files would otherwise pay for decoding them again on every run.
 
 Concurrency and damage
 ----------------------
-The database runs in WAL mode (readers never block the writer), with a busy
-timeout and retries on top; every write is one short ``BEGIN IMMEDIATE``
-transaction of ``executemany`` batches. A cache file that is not a database,
-is truncated, has another schema or holds a record of the wrong shape is
-renamed aside (``<name>.corrupt-<time>``, replacing any earlier one: at most
-one is kept) with one :class:`CacheWarning` and rebuilt; a cache folder that
-cannot be written makes the run go uncached, with one warning. The cache never breaks an audit.
+The file (:mod:`leakaudit._cache_file`, which has the details) runs in WAL mode,
+every write one short transaction. A lock another process holds is waited for 2 s
+at most, then the run goes uncached with one :class:`CacheWarning` naming the
+file. A file that is not a database, is truncated, has another schema, or holds
+a value this version never writes (a record of the wrong shape, text that is not
+UTF-8, a failure reason outside the cached failures' vocabulary or beside
+hashes) is damaged: it is renamed aside (``<name>.corrupt-<time>``, at most one
+kept) with one warning and rebuilt, so a bad value is never served as data and
+the next run has a working cache. A cache folder that cannot be written makes
+the run go uncached, with one warning. The cache never breaks an audit.
 
 .. important::
    Bump :data:`HASH_VERSION` whenever the hashes (or failure reasons) of a file
