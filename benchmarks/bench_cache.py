@@ -22,10 +22,17 @@ their bytes, which the cache keeps too.
 Then one more second run is taken apart, step by step as ``audit_splits`` does it:
 listing the folders, the cache (stat + SQLite lookup), grouping + report, byte digests.
 
+``--layout`` measures the file instead (issue 35): the cache's size against the bytes of
+the tiny images' thumbnails it holds, for ``--layout-n`` images of a CIFAR-like folder
+(an entry and a 32 x 32 thumbnail each, written through the cache's own methods in
+listing order and shuffled), with the schema-5 file's 8 KiB pages and with SQLite's
+default 4 KiB pages of schema 4.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_cache.py                      # 20000, synthetic + grain
     .venv/bin/python benchmarks/bench_cache.py --n 2000 --corpus grain --repeat 1
+    .venv/bin/python benchmarks/bench_cache.py --layout --layout-n 20000 100000
 """
 
 from __future__ import annotations
@@ -44,9 +51,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from leakaudit import audit_hash_table, audit_splits
+from leakaudit import _cache_file, audit_hash_table, audit_splits
 from leakaudit.audit import _fill_copy_digests
-from leakaudit.cache import CacheWarning, HashCache, hash_sources_with_files
+from leakaudit.cache import CacheWarning, HashCache, hash_context, hash_sources_with_files
 from leakaudit.listing import list_image_paths
 from leakaudit.loading import DecodeOptions
 
@@ -230,6 +237,48 @@ def bench(kind: str, args: argparse.Namespace) -> tuple[float, float]:
     return first, second
 
 
+def layout_sizes(n: int, page_size: int, *, shuffled: bool) -> tuple[int, int, int]:
+    """Write ``n`` images' entries and thumbnails into a new cache with ``page_size``
+    pages; return the file's size, the thumbnails' bytes and all rows' bytes (keys too)."""
+    folder = Path(tempfile.mkdtemp(prefix="leakaudit-bench-layout-"))
+    kept = _cache_file._PAGE_SIZE
+    _cache_file._PAGE_SIZE = page_size  # type: ignore[misc]
+    try:
+        cache = HashCache(folder)
+        context = hash_context(DecodeOptions())
+        rng = np.random.default_rng(0)
+        keys = [f"/home/someone/data/cifar10/train/class{i % 10}/{i:06d}.png" for i in range(n)]
+        order = rng.permutation(n).tolist() if shuffled else list(range(n))
+        identity, rows = bytes(32), 0
+        for start in range(0, n, 2000):  # one batch per write transaction, as a run writes
+            batch = [keys[i].encode() for i in order[start : start + 2000]]
+            entries = [(k, identity + rng.bytes(24) + bytes(8), None) for k in batch]
+            thumbs = [(k, identity + rng.bytes(1024)) for k in batch]
+            cache._store(entries, context)
+            cache._store_side("thumbs", thumbs, context)
+            rows += sum(16 + 2 * len(k) + 64 + 32 + 1024 for k in batch)
+        size = sum(p.stat().st_size for p in folder.iterdir())
+    finally:
+        _cache_file._PAGE_SIZE = kept  # type: ignore[misc]
+        shutil.rmtree(folder, ignore_errors=True)
+    return size, 1024 * n, rows
+
+
+def layout(counts: list[int]) -> None:
+    print("cache file size against the thumbnails it holds (an entry + a 32x32 thumbnail each)")
+    for n in counts:
+        for shuffled in (False, True):
+            for page, name in ((4096, "schema 4 (4 KiB pages)"), (8192, "schema 5 (8 KiB pages)")):
+                start = time.perf_counter()
+                size, thumbs, rows = layout_sizes(n, page, shuffled=shuffled)
+                print(
+                    f"  {n:7d} images, {'shuffled' if shuffled else 'in order'}, {name}: "
+                    f"{size / 1e6:6.1f} MB for {thumbs / 1e6:6.1f} MB of thumbnails "
+                    f"({size / thumbs:.2f}x; {size / rows:.2f}x all rows with their keys)"
+                    f"  [{time.perf_counter() - start:.1f} s]"
+                )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=20000, help="images (default: %(default)s)")
@@ -248,7 +297,15 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="first+second pairs (median)")
     parser.add_argument("--workers", type=int, default=None, help="hashing processes")
     parser.add_argument("--data", type=Path, default=HERE / "_data" / "cache")
+    parser.add_argument("--layout", action="store_true", help="measure the file's size instead")
+    parser.add_argument(
+        "--layout-n", type=int, nargs="+", default=[20000, 100000],
+        help="images for --layout (default: %(default)s)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.layout:
+        layout(args.layout_n)
+        return 0
     if args.copies is None:
         args.copies = args.n // 100
     warnings.simplefilter("error", CacheWarning)  # a cache problem must not pass unseen

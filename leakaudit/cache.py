@@ -61,13 +61,9 @@ second audit of unchanged files decodes none of them again
 
 Lookups
 -------
-A second audit of an unchanged folder is stat + lookup, so the lookup is built
-for it: keys are made absolute once per folder, the entries of the key range the
-wanted paths span are read in one ``SELECT`` (a folder's entries sit together in
-the primary key; batched ``IN`` queries when that range is mostly other entries),
-and the identities are compared as one array. Each entry is one packed 64-byte
-record (identity, then phash, dhash, digest, flags), so the read makes two small
-values per row.
+A second audit of an unchanged folder is stat + lookup: keys are made absolute
+once per folder, and the file (:mod:`leakaudit._cache_file`) serves a folder's
+entries in one read, their identities compared as one array.
 
 Failures
 --------
@@ -80,13 +76,16 @@ files would otherwise pay for decoding them again on every run.
 
 Concurrency and damage
 ----------------------
-The database runs in WAL mode (readers never block the writer), with a busy
-timeout and retries on top; every write is one short ``BEGIN IMMEDIATE``
-transaction of ``executemany`` batches. A cache file that is not a database,
-is truncated, has another schema or holds a record of the wrong shape is
-renamed aside (``<name>.corrupt-<time>``, replacing any earlier one: at most
-one is kept) with one :class:`CacheWarning` and rebuilt; a cache folder that
-cannot be written makes the run go uncached, with one warning. The cache never breaks an audit.
+The file (:mod:`leakaudit._cache_file`, which has the details) runs in WAL mode,
+every write one short transaction. A lock another process holds is waited for 2 s
+at most, then the run goes uncached with one :class:`CacheWarning` naming the
+file. A file that is not a database, is truncated, has another schema, or holds
+a value this version never writes (a record of the wrong shape, text that is not
+UTF-8, a failure reason outside the cached failures' vocabulary or beside
+hashes) is damaged: it is renamed aside (``<name>.corrupt-<time>``, at most one
+kept) with one warning and rebuilt, so a bad value is never served as data and
+the next run has a working cache. A cache folder that cannot be written makes
+the run go uncached, with one warning. The cache never breaks an audit.
 
 .. important::
    Bump :data:`HASH_VERSION` whenever the hashes (or failure reasons) of a file
@@ -102,25 +101,32 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import stat
 import struct
 import sys
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager, suppress
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from itertools import repeat
 from pathlib import Path
-from typing import Any, TypeAlias, cast
+from typing import TypeAlias, cast
 
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit import hashing, loading
+from leakaudit._cache_file import (
+    DATABASE_NAME,
+    DETERMINISTIC_FAILURES,
+    IDENTITY,
+    LOW_INFORMATION,
+    RESULT,
+    SCHEMA_VERSION,
+    TURNED_PAIR,
+    CacheWarning,
+    HashCache,
+)
 from leakaudit._validation import check_bool, check_choice, describe
 from leakaudit.hashing import (
     ON_ERROR_CHOICES,
@@ -135,7 +141,9 @@ from leakaudit.loading import DecodeOptions, ImageSource, resolve_decode
 
 __all__ = [
     "CACHE_DIR_ENV",
+    "DATABASE_NAME",
     "HASH_VERSION",
+    "SCHEMA_VERSION",
     "CacheSpec",
     "CacheWarning",
     "CachedFiles",
@@ -151,73 +159,13 @@ __all__ = [
 #: failure reasons of some file may change (see the module docstring).
 HASH_VERSION = 4  # 4: strip entries of wide and tall images (3: small flat images' crop
 # and rotation entries from their pixels)
-#: Version of the database layout; part of the file name, so two layouts never
-#: meet in one file. 2: one packed ``record`` per entry, and ``digest`` kept for
-#: any file whose bytes were digested (version 1 had one column per field, and a
-#: digest only for low-information images). 3: a ``turned`` table of orientation
-#: hashes for dihedral matching. 4: a ``thumbs`` table of tiny images' luma thumbnails
-#: (the verified audit's tiny-photo net, :meth:`CachedFiles.thumbnails`).
-SCHEMA_VERSION = 4
 #: Environment variable naming the cache folder (overrides the platform default).
 CACHE_DIR_ENV = "LEAKAUDIT_CACHE_DIR"
-DATABASE_NAME = f"hashes-v{SCHEMA_VERSION}.sqlite3"
-
-_APPLICATION_ID = 0x4C4B4155  # "LKAU": marks the file as ours
-_BUSY_TIMEOUT_S = 10.0
-_RETRIES = 8
-_LOOKUP_BATCH = 500  # bound parameters per SELECT (SQLite's default limit is 32766)
-_STORE_BATCH = 2000  # rows per write transaction: short, so other writers get their turn
-# Failure reasons that depend only on the file's bytes (see "Failures" above).
-_DETERMINISTIC_FAILURES = (
-    "empty file",
-    "empty image",
-    "not a recognised image format",
-    "truncated image",
-    "cannot decode image",
-    "decompression bomb",
-)
-# An entry's record: the identity (size, st_mtime_ns, st_ctime_ns, inode), then the
-# result (phash, dhash, digest, flags), little-endian. Packed in one BLOB so that a
-# lookup fetches two small values per row and compares identities as one array.
-_IDENTITY = struct.Struct("<qqqQ")
-_RESULT = struct.Struct("<QQQQ")
-_RECORD_SIZE = _IDENTITY.size + _RESULT.size
-_TURNED_PAIR = struct.Struct("<QQ")  # one orientation entry: phash, dhash
-_LOW_INFORMATION = 1  # flags bit
-_COLUMNS = ("context", "path", "record", "error")
-_SIDE_COLUMNS = ("context", "path", "record")
-# A side table: one record per (context, path); see _SIDE_TABLES below.
-_SIDE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS {table} (
-    context INTEGER NOT NULL,
-    path BLOB NOT NULL,
-    record BLOB NOT NULL,
-    PRIMARY KEY (context, path)
-) WITHOUT ROWID
-"""
-# The side tables, keyed like ``entries``: orientation hashes (dihedral matching) and
-# tiny images' thumbnails (:meth:`CachedFiles.thumbnails`), each record the identity
-# it was computed under, then its value: a whole number of units of the width given.
-_SIDE_UNIT = {"turned": _TURNED_PAIR.size, "thumbs": 1}
-_SIDE_TABLES = tuple(_SIDE_UNIT)
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS entries (
-    context INTEGER NOT NULL,
-    path BLOB NOT NULL,
-    record BLOB NOT NULL CHECK (length(record) = {_RECORD_SIZE}),
-    error TEXT,
-    PRIMARY KEY (context, path)
-) WITHOUT ROWID
-"""
 # A path key's directory part is made absolute once per directory, not once per file.
 _POSIX_PATHS = os.sep == "/" and os.altsep is None
 
 CacheSpec: TypeAlias = "bool | str | os.PathLike[str] | HashCache | None"
 """What ``cache=`` accepts: True (default folder), False/None (off), a folder, a HashCache."""
-
-
-class CacheWarning(UserWarning):
-    """The hash cache was damaged or unusable; the audit went on (rebuilt, or uncached)."""
 
 
 def default_cache_dir() -> Path:
@@ -288,7 +236,7 @@ def _stat_identity(path: str) -> bytes | None:
     if not stat.S_ISREG(st.st_mode):
         return None
     try:
-        return _IDENTITY.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        return IDENTITY.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     except struct.error:  # a timestamp beyond the int64 nanoseconds of 1678-2262
         return None
 
@@ -310,7 +258,7 @@ def _identify(
     identities: list[bytes] = []
     prefixes: dict[str, bytes] = {}
     encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
-    stat_of, is_regular, pack = os.stat, stat.S_ISREG, _IDENTITY.pack
+    stat_of, is_regular, pack = os.stat, stat.S_ISREG, IDENTITY.pack
     for row in file_rows:
         path = names[row]
         try:
@@ -350,7 +298,7 @@ def _settled(identity: bytes, started_ns: int) -> bool:
     it was read) by more than the timestamp granularity: 2 s when the stamps are
     whole seconds (FAT, HFS+, ext3), else 50 ms (a few clock ticks).
     """
-    _, mtime_ns, ctime_ns, _ = (int(v) for v in _IDENTITY.unpack(identity))
+    _, mtime_ns, ctime_ns, _ = (int(v) for v in IDENTITY.unpack(identity))
     newest = max(mtime_ns, ctime_ns)
     coarse = mtime_ns % 1_000_000_000 == 0 and ctime_ns % 1_000_000_000 == 0
     margin = 2_000_000_000 if coarse else 50_000_000
@@ -362,15 +310,6 @@ def _storable(path: str, identity: bytes, started_ns: int) -> bool:
     under ``identity``: the file still has that identity and its last change is
     :func:`settled <_settled>`, so a later change must show in its identity."""
     return _stat_identity(path) == identity and _settled(identity, started_ns)
-
-
-@dataclass
-class _Found:
-    """What a lookup served, per wanted key: a hit flag and the stored result."""
-
-    hit: NDArray[np.bool_]
-    results: NDArray[np.uint64]  # (n, 4): phash, dhash, digest, flags; 0 where missed
-    errors: dict[int, str]
 
 
 @lru_cache(maxsize=1)
@@ -433,415 +372,9 @@ def hash_context(options: DecodeOptions, *, crop_entries: bool = False) -> int:
     )
 
 
-def _error_name(exc: sqlite3.Error) -> str:
-    """The SQLite result code name (``SQLITE_BUSY``...), from the message before Python 3.11."""
-    name = getattr(exc, "sqlite_errorname", None)
-    if isinstance(name, str):
-        return name
-    text = str(exc).lower()
-    if "locked" in text or "busy" in text:
-        return "SQLITE_BUSY"
-    if "not a database" in text:
-        return "SQLITE_NOTADB"
-    if "malformed" in text or "corrupt" in text:
-        return "SQLITE_CORRUPT"
-    return "SQLITE_ERROR"
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    return _error_name(exc).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
-
-
-def _is_damage(exc: sqlite3.Error) -> bool:
-    return _error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
-
-
-class _Damaged(Exception):
-    """The cache file is not ours or is damaged (set it aside and rebuild)."""
-
-
-class _Unusable(Exception):
-    """The cache cannot be used this run (go uncached)."""
-
-
-class HashCache:
-    """A folder holding the SQLite hash cache.
-
-    Parameters
-    ----------
-    directory : str or os.PathLike
-        The folder; created on first use. The database is
-        ``directory / "hashes-v4.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
-
-    Notes
-    -----
-    Each operation opens its own short-lived connection, so one HashCache may
-    be shared by threads and used from several processes at once. Problems
-    never raise: a damaged file is set aside and rebuilt, an unusable folder
-    disables the cache for this object, each with one :class:`CacheWarning`.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> cache = HashCache(tempfile.mkdtemp())
-    >>> len(cache)
-    0
-    """
-
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-        self.path = self.directory / DATABASE_NAME
-        self.disabled_reason: str | None = None
-        self._ready = False
-        self._warned: set[str] = set()
-
-    def __repr__(self) -> str:
-        return f"HashCache({str(self.directory)!r})"
-
-    def __len__(self) -> int:
-        """Number of entries stored (0 when the cache is unusable)."""
-        counted = self._run(lambda db: db.execute("SELECT COUNT(*) FROM entries").fetchone()[0])
-        return int(counted) if counted is not None else 0
-
-    # ------------------------------------------------------------ public operations
-
-    def _lookup(self, keys: Sequence[bytes], identities: bytes, context: int) -> _Found:
-        """Serve every key whose entry under ``context`` has the packed identity given for it.
-
-        One read of the key range the wanted paths span (a folder's entries sit next
-        to each other in the primary key), the identities compared as one array;
-        batched ``IN`` queries instead when that range holds many other entries.
-        """
-        n = len(keys)
-        hit = np.zeros(n, dtype=np.bool_)
-        results = np.zeros((n, 4), dtype=np.uint64)
-        if not n:
-            return _Found(hit, results, {})
-
-        def select(db: sqlite3.Connection) -> tuple[tuple[bytes, ...], bytes, tuple[Any, ...]]:
-            rows = _select_keys(db, "entries", "path, record, error", keys, context)
-            if not rows:
-                return (), b"", ()
-            paths, records, reasons = zip(*rows, strict=True)
-            try:  # every record a BLOB of the right length (TEXT or numbers fail to join)
-                packed = b"".join(records) if set(map(len, records)) == {_RECORD_SIZE} else b""
-            except TypeError:
-                packed = b""
-            if not packed:
-                raise _Damaged("an entry's record is not what this version writes")
-            return paths, packed, reasons
-
-        selected = self._run(select)
-        if not selected or not selected[0]:
-            return _Found(hit, results, {})
-        paths, packed, reasons = selected
-        stored = np.frombuffer(packed, dtype="<u8").reshape(-1, 8)
-        position = dict(zip(paths, range(len(paths)), strict=True))
-        index = np.array(list(map(position.get, keys, repeat(-1))), dtype=np.intp)
-        wanted = np.frombuffer(identities, dtype="<u8").reshape(n, 4)
-        found = index >= 0
-        candidates = stored[np.where(found, index, 0)]
-        hit = found & (candidates[:, :4] == wanted).all(axis=1)
-        results = np.where(hit[:, None], candidates[:, 4:], 0).astype(np.uint64)
-        errors: dict[int, str] = {}
-        if reasons.count(None) < len(reasons):  # some entries are cached failures
-            failed = {k: reason for k, reason in enumerate(reasons) if reason is not None}
-            rows_failed = np.flatnonzero(hit & np.isin(index, list(failed)))
-            errors = {int(i): str(failed[int(index[i])]) for i in rows_failed}
-        return _Found(hit, results, errors)
-
-    def _lookup_turned(
-        self, keys: Sequence[bytes], identities: Sequence[bytes], context: int
-    ) -> dict[int, bytes]:
-        """Orientation hashes stored for ``keys`` under the identities given: slot -> pairs.
-
-        The value is the packed ``(phash, dhash)`` pairs (possibly none: a blank image).
-        """
-        return self._lookup_side("turned", keys, identities, context)
-
-    def _lookup_side(
-        self, table: str, keys: Sequence[bytes], identities: Sequence[bytes], context: int
-    ) -> dict[int, bytes]:
-        """Records of a side table (``turned``, ``thumbs``) stored for ``keys`` under the
-        identities given: slot -> the record after its identity."""
-        if not keys:
-            return {}
-        width = _SIDE_UNIT[table]
-
-        def select(db: sqlite3.Connection) -> dict[bytes, bytes]:
-            stored: dict[bytes, bytes] = {}
-            for path, record in _select_keys(db, table, "path, record", keys, context):
-                if (
-                    not isinstance(record, bytes)
-                    or len(record) < _IDENTITY.size
-                    or (len(record) - _IDENTITY.size) % width
-                ):
-                    raise _Damaged(f"a {table} record is not what this version writes")
-                stored[path] = record
-            return stored
-
-        stored = self._run(select)
-        if not stored:
-            return {}
-        found: dict[int, bytes] = {}
-        size = _IDENTITY.size
-        for slot, (key, identity) in enumerate(zip(keys, identities, strict=True)):
-            record = stored.get(key)
-            if record is not None and record[:size] == identity:
-                found[slot] = record[size:]
-        return found
-
-    def _store_turned(self, rows: Sequence[tuple[bytes, bytes]], context: int) -> None:
-        """Insert or replace ``(key, record)`` orientation rows under ``context``."""
-        self._store_side("turned", rows, context)
-
-    def _store_side(self, table: str, rows: Sequence[tuple[bytes, bytes]], context: int) -> None:
-        """Insert or replace ``(key, record)`` rows of a side table under ``context``."""
-        if not rows:
-            return
-        values = [(context, key, record) for key, record in rows]
-        statement = f"INSERT OR REPLACE INTO {table} ({','.join(_SIDE_COLUMNS)}) VALUES (?,?,?)"
-        self._write(statement, values)
-
-    def _store(self, rows: Sequence[tuple[bytes, bytes, str | None]], context: int) -> None:
-        """Insert or replace ``(key, record, error)`` rows under ``context``, in short batches."""
-        if not rows:
-            return
-        values = [(context, key, record, error) for key, record, error in rows]
-        statement = f"INSERT OR REPLACE INTO entries ({','.join(_COLUMNS)}) VALUES (?,?,?,?)"
-        self._write(statement, values)
-
-    def _replace_records(self, rows: Sequence[tuple[bytes, bytes, bytes]], context: int) -> None:
-        """Replace ``(key, old record, new record)`` where the entry still holds the old record.
-
-        An entry replaced meanwhile (another process saw the file change) is left alone.
-        """
-        values = [(new, context, key, old) for key, old, new in rows]
-        statement = "UPDATE entries SET record = ? WHERE context = ? AND path = ? AND record = ?"
-        self._write(statement, values)
-
-    def _write(self, statement: str, values: list[Any]) -> None:
-        for start in range(0, len(values), _STORE_BATCH):
-            batch = values[start : start + _STORE_BATCH]
-
-            def write(db: sqlite3.Connection, batch: list[Any] = batch) -> bool:
-                with _transaction(db):
-                    db.executemany(statement, batch)
-                return True
-
-            if self._run(write) is None:
-                return
-
-    # ------------------------------------------------------------------ machinery
-
-    def _run(self, operation: Any) -> Any:
-        """Run ``operation(connection)`` with retries on busy and one rebuild on damage.
-
-        Returns its result, or None when the cache is (or just became) unusable.
-        """
-        for attempt in range(2):
-            if self.disabled_reason is not None:
-                return None
-            try:
-                return self._with_retries(operation)
-            except _Damaged as damage:
-                if attempt == 0 and self._set_aside(str(damage)):
-                    continue
-                self._disable(f"the cache file {self.path} is damaged ({damage})")
-            except _Unusable as problem:
-                self._disable(str(problem))
-        return None
-
-    def _with_retries(self, operation: Any) -> Any:
-        delay = 0.02
-        for attempt in range(_RETRIES):
-            try:
-                with closing(self._connect()) as db:
-                    return operation(db)
-            except sqlite3.Error as exc:
-                if _is_damage(exc):
-                    raise _Damaged(str(exc)) from None
-                if _is_busy(exc) and attempt < _RETRIES - 1:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 1.0)
-                    continue
-                if _is_busy(exc):
-                    raise _Unusable(f"the cache {self.path} stayed locked ({exc})") from None
-                raise _Unusable(f"the cache {self.path} cannot be used ({exc})") from None
-            except OSError as exc:
-                raise _Unusable(
-                    f"the cache folder {self.directory} cannot be used ({exc})"
-                ) from None
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _connect(self) -> sqlite3.Connection:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(
-            self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        try:
-            if not self._ready:
-                self._prepare(db)
-                self._ready = True
-            db.execute("PRAGMA synchronous=NORMAL")  # safe with WAL: a crash loses no old entry
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def _prepare(self, db: sqlite3.Connection) -> None:
-        """Check the file is our cache (or empty: create it) and switch it to WAL."""
-        application_id, version, has_tables = _identity(db)
-        if not has_tables and application_id == 0:
-            with _transaction(db):
-                # Re-checked inside the write lock: another process may have just done it.
-                if not db.execute("SELECT name FROM sqlite_master").fetchall():
-                    db.execute(_SCHEMA)
-                    for side in _SIDE_TABLES:
-                        db.execute(_SIDE_SCHEMA.format(table=side))
-                    db.execute(f"PRAGMA application_id={_APPLICATION_ID}")
-                    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            application_id, version, has_tables = _identity(db)
-        columns = tuple(row[1] for row in db.execute("PRAGMA table_info(entries)").fetchall())
-        if application_id != _APPLICATION_ID or version != SCHEMA_VERSION:
-            raise _Damaged(
-                f"not a leakaudit v{SCHEMA_VERSION} cache "
-                f"(application_id {application_id:#x}, user_version {version})"
-            )
-        if sorted(columns) != sorted(_COLUMNS):
-            raise _Damaged(f"unexpected columns {list(columns)}")
-        for side in _SIDE_TABLES:
-            found = tuple(row[1] for row in db.execute(f"PRAGMA table_info({side})").fetchall())
-            if sorted(found) != sorted(_SIDE_COLUMNS):
-                raise _Damaged(f"unexpected {side} columns {list(found)}")
-        if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode.lower() != "wal":  # e.g. a file system without shared memory
-                db.execute("PRAGMA journal_mode=DELETE")
-
-    def _set_aside(self, why: str) -> bool:
-        """Rename the damaged file (and its WAL) aside; return whether the path is free now."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
-        try:
-            os.replace(self.path, target)
-        except FileNotFoundError:
-            pass  # another process set it aside first
-        except OSError as exc:
-            self._disable(
-                f"the cache file {self.path} is damaged ({why}) and cannot be moved ({exc})"
-            )
-            return False
-        for suffix in ("-wal", "-shm"):
-            side = self.path.with_name(self.path.name + suffix)
-            try:
-                if suffix == "-wal":
-                    os.replace(side, target.with_name(target.name + suffix))
-                else:
-                    side.unlink()
-            except OSError:
-                pass
-        self._remove_older_set_aside(target)
-        self._ready = False
-        self._warn(
-            "damaged",
-            f"the hash cache {self.path} was damaged ({why}); it was moved to {target.name} "
-            "and a new one is being built.",
-        )
-        return True
-
-    def _remove_older_set_aside(self, kept: Path) -> None:
-        """Keep one set-aside cache: remove the ones earlier runs left (each ours, by name).
-
-        Every change of the cache's format sets the old file aside; without this, each
-        would stay beside the cache forever.
-        """
-        prefix = f"{self.path.name}.corrupt-"
-        try:
-            names = os.listdir(self.directory)
-        except OSError:
-            return
-        for name in names:
-            if not name.startswith(prefix) or name in (kept.name, kept.name + "-wal"):
-                continue
-            with suppress(OSError):
-                old = self.directory / name
-                if stat.S_ISREG(old.lstat().st_mode):
-                    old.unlink()
-
-    def _disable(self, reason: str) -> None:
-        if self.disabled_reason is None:
-            self.disabled_reason = reason
-            self._warn("disabled", f"{reason}; hashing without the cache.")
-
-    def _warn(self, kind: str, message: str) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
-            warnings.warn(message, CacheWarning, stacklevel=5)
-
-
-def _select_keys(
-    db: sqlite3.Connection, table: str, columns: str, keys: Sequence[bytes], context: int
-) -> list[Any]:
-    """Rows of ``table`` under ``context`` for ``keys`` (and maybe others in their key range).
-
-    One read of the key range the wanted paths span (a folder's entries sit next to
-    each other in the primary key); batched ``IN`` queries instead when that range
-    holds many other entries.
-    """
-    limit = 2 * len(keys) + 1000
-    rows: list[Any] = db.execute(
-        f"SELECT {columns} FROM {table} WHERE context = ? AND path BETWEEN ? AND ? LIMIT ?",
-        (context, min(keys), max(keys), limit),
-    ).fetchall()
-    if len(rows) == limit:
-        rows = []
-        unique = sorted(set(keys))
-        for start in range(0, len(unique), _LOOKUP_BATCH):
-            batch = unique[start : start + _LOOKUP_BATCH]
-            marks = ",".join("?" * len(batch))
-            rows += db.execute(
-                f"SELECT {columns} FROM {table} WHERE context = ? AND path IN ({marks})",
-                (context, *batch),
-            ).fetchall()
-    return rows
-
-
-def _identity(db: sqlite3.Connection) -> tuple[int, int, bool]:
-    """``(application_id, user_version, has tables)`` of the file, read from one snapshot.
-
-    Read one by one, outside a transaction, a process can see the header of an empty
-    file and then the tables another process has just committed: a cache being built
-    would look damaged and be set aside (losing what the other process stored).
-    """
-    with _transaction(db, "DEFERRED"):  # the first read takes one shared snapshot
-        tables = db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        application_id = int(db.execute("PRAGMA application_id").fetchone()[0])
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    return application_id, version, bool(tables)
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection, begin: str = "IMMEDIATE") -> Iterator[None]:
-    """One transaction: committed, or rolled back when the body raises.
-
-    ``IMMEDIATE`` (for writes) takes the write lock up front: a deferred transaction that
-    later upgrades can fail with SQLITE_BUSY without the busy handler ever running.
-    ``DEFERRED`` (for reads) takes a shared snapshot at its first read.
-    """
-    db.execute(f"BEGIN {begin}")
-    try:
-        yield
-    except BaseException:
-        if db.in_transaction:  # SQLite ends it by itself after some errors (e.g. busy, full)
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
 def _cacheable_failure(reason: str) -> bool:
     """Whether a failure depends only on the file's bytes (see "Failures" above)."""
-    return reason.startswith(_DETERMINISTIC_FAILURES)
+    return reason.startswith(DETERMINISTIC_FAILURES)
 
 
 def _check_source(item: object, index: int) -> None:
@@ -966,8 +499,8 @@ class CachedFiles:
             digests[row] = digest
             self.results[row, 2] = digest
             if _settled(identity, started_ns):
-                old = identity + _RESULT.pack(phash, dhash, known, flags)
-                new = identity + _RESULT.pack(phash, dhash, digest, flags)
+                old = identity + RESULT.pack(phash, dhash, known, flags)
+                new = identity + RESULT.pack(phash, dhash, digest, flags)
                 updates.append((self.keys[slot], old, new))
         self.store._replace_records(updates, self.context)
         return digests
@@ -1063,7 +596,7 @@ def _orientations(*parts: dict[int, bytes]) -> OrientationHashes:
     for part in parts:
         rows = list(part)
         pairs = np.frombuffer(b"".join(part.values()), dtype="<u8").reshape(-1, 2)
-        counts = [len(part[row]) // _TURNED_PAIR.size for row in rows]
+        counts = [len(part[row]) // TURNED_PAIR.size for row in rows]
         owner = np.repeat(np.asarray(rows, dtype=np.int64), counts)
         pieces.append(
             OrientationHashes(owner, pairs[:, 0].astype(np.uint64), pairs[:, 1].astype(np.uint64))
@@ -1164,7 +697,7 @@ def hash_sources_with_files(
         results[at, 0] = fresh.phash
         results[at, 1] = fresh.dhash
         results[at, 2] = fresh.digest
-        results[at, 3] = fresh.low_information.astype(np.uint64) * _LOW_INFORMATION
+        results[at, 3] = fresh.low_information.astype(np.uint64) * LOW_INFORMATION
         valid[at] = fresh.valid
         for k, message in fresh.errors.items():
             errors[misses[k]] = message
@@ -1187,7 +720,7 @@ def hash_sources_with_files(
     store._store(new_rows, context)
     store._store_turned(new_turned, context)
 
-    low_information = (results[:, 3] & _LOW_INFORMATION).astype(np.bool_)
+    low_information = (results[:, 3] & LOW_INFORMATION).astype(np.bool_)
     table = HashTable(
         sources=names,
         phash=results[:, 0].copy(),
