@@ -337,6 +337,9 @@ def cross_verify(
     forest = _Forest(n)
     if len(linked):
         forest.add(linked[:, 0], linked[:, 1])
+    # The members of the stars already done: their pairs with a later star's members
+    # were asked (or skipped, already linked) then.
+    done = np.zeros(n, dtype=bool)
     for star in stars:
         members = np.flatnonzero(hub_of == star.hub)
         members = members[members != star.hub]
@@ -346,7 +349,8 @@ def cross_verify(
         roots = forest.roots()
         index = np.zeros(n, dtype=bool)
         index[members] = True
-        queries = participants & (roots != roots[star.hub]) & ~index
+        queries = participants & (roots != roots[star.hub]) & ~index & ~done
+        done[members] = True
         if not queries.any():
             continue
         pairs, distance = candidates(queries, index)
@@ -356,3 +360,14 @@ def cross_verify(
         asker = np.where(queries[pairs[:, 0]], pairs[:, 0], pairs[:, 1])
         other = np.where(queries[pairs[:, 0]], pairs[:, 1], pairs[:, 0])
         span_verify(np.stack([asker, other], axis=1), distance, forest, verify, spanned)
+
+
+def not_asked(pairs: NDArray[np.int64], stars: list[Star]) -> NDArray[np.bool_]:
+    """Which of ``pairs`` (lower row first) no star asked: each pair is asked once."""
+    if not stars or not len(pairs):
+        return np.ones(len(pairs), dtype=bool)
+    hubs = np.concatenate([np.full(len(s.members), s.hub) for s in stars])
+    members = np.concatenate([s.members for s in stars])
+    asked = pd.MultiIndex.from_arrays([np.minimum(hubs, members), np.maximum(hubs, members)])
+    found = pd.MultiIndex.from_arrays([pairs[:, 0], pairs[:, 1]])
+    return ~np.asarray(found.isin(asked), dtype=bool)

@@ -16,7 +16,13 @@ from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
 from leakaudit._registration import ThumbnailCache, registered_pairs
 from leakaudit._validation import usable_cpu_count
 from leakaudit._verify_candidates import CROP, candidate_pairs_between, table_candidates
-from leakaudit._verify_clumps import Spanned, collapse_stars, cross_verify, find_stars
+from leakaudit._verify_clumps import (
+    Spanned,
+    collapse_stars,
+    cross_verify,
+    find_stars,
+    not_asked,
+)
 from leakaudit._verify_options import MIN_SUPPORT, VerifyOptions
 from leakaudit._verify_stage import TableEntries, VerifiedPairs, verify_candidates
 from leakaudit.copykind import copy_kind
@@ -312,7 +318,7 @@ def _with_registered(
 
 
 def _with_spanned(verified: VerifiedPairs, spanned: Spanned) -> VerifiedPairs:
-    """``verified``'s counts with the pairs asked along the stars added (not its edges)."""
+    """``verified``'s counts with the pairs ``spanned`` asked added (not its edges)."""
     distinct = [verified.distinct, *(spanned.distinct or [])]
     passed = [verified.distinct_passed, *(spanned.distinct_passed or [])]
     ran = set(verified.stages) | (spanned.stages or set())
@@ -451,12 +457,15 @@ def verified_labels(
         participants,
         options.candidate_threshold,
     )
-    spanned = Spanned([])
-    hub_of = collapse_stars(stars, n, verify, spanned)
+    along = Spanned([])
+    hub_of = collapse_stars(stars, n, verify, along)
     node = hub_of[node]
     stands_for = np.arange(n) == node
     (pairs, distance), _ = table_candidates(table, low | ~stands_for, options, dihedral=dihedral)
-    verified = verify(pairs, distance)
+    fresh = not_asked(pairs, stars)
+    verified = _with_spanned(verify(pairs[fresh], distance[fresh]), along)
+    star_edges = along.edge_frame()
+    crossing = Spanned([])
     edges = verified.edges
     tiny = np.zeros(0, dtype=np.int64)
     if options.tiny_photos and splits is not None:
@@ -497,7 +506,7 @@ def verified_labels(
             )
     if stars:
         # Every candidate pair between a star's members and another group so far.
-        linked = [edges, _byte_copy_edges(copies, byte_rep), spanned.edge_frame()]
+        linked = [edges, _byte_copy_edges(copies, byte_rep), star_edges]
         if star is not None:
             linked.append(star.edges)
         cross_verify(
@@ -517,12 +526,12 @@ def verified_labels(
                 options.crop_candidate_dhash_threshold,
             ),
             verify,
-            spanned,
+            crossing,
         )
-        verified = _with_spanned(verified, spanned)
-    if len(copies) or star is not None or spanned.edges:
+        verified = _with_spanned(verified, crossing)
+    if len(copies) or star is not None or stars:
         # The collapsed images link to the image that stood for them.
-        parts = [edges, _byte_copy_edges(copies, byte_rep), spanned.edge_frame()]
+        parts = [edges, _byte_copy_edges(copies, byte_rep), star_edges, crossing.edge_frame()]
         if star is not None:
             parts.append(star.edges)
         edges = pd.concat([p for p in parts if len(p)] or [edges], ignore_index=True)
