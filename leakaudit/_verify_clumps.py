@@ -229,8 +229,10 @@ class Spanned:
     def edge_frame(self) -> pd.DataFrame:
         """The accepted pairs as one frame (:data:`EDGE_COLUMNS` and the copy kind)."""
         if not self.edges:
-            return pd.DataFrame(columns=[*EDGE_COLUMNS, COPY_KIND])
-        return pd.concat(self.edges, ignore_index=True)
+            empty: pd.DataFrame = pd.DataFrame(columns=[*EDGE_COLUMNS, COPY_KIND])
+            return empty
+        frame: pd.DataFrame = pd.concat(self.edges, ignore_index=True)
+        return frame
 
 
 def span_verify(
