@@ -63,8 +63,9 @@ __all__ = [
 #: A hub's star is verified along the star (each member once against the hub) when it
 #: has more than this many members; up to this size every candidate pair is verified,
 #: as before. A bound on cost, not on what links (the groups are those of every pair).
-#: It also keeps a clump's rule of support whole for groups this small: CIFAR-10's
-#: 60,000 images form no star at all (``benchmarks/RESULTS.md``, section 33).
+#: It also keeps the support rule whole for groups this small (a star's members count
+#: as its hub there). Whether CIFAR-10 forms any star is not yet measured
+#: (``benchmarks/RESULTS.md``, section 33).
 CLUMP_MIN_MEMBERS = 32
 
 #: The canonical whole-image pHash is cut into this many 16-bit bands to find hubs: a
