@@ -23,6 +23,7 @@ __all__ = [
     "STRIP",
     "WHOLE",
     "candidate_pairs",
+    "candidate_pairs_between",
     "table_candidates",
 ]
 
@@ -83,6 +84,57 @@ def candidate_pairs(
         The smallest ``max(pHash, dHash)`` distance of a whole-with-whole entry
         pair of the two rows; -1 when only crop or rotation entries matched.
     """
+    return _row_pairs(
+        owner, phash, dhash, kinds, linkable, None, threshold, crop_threshold, crop_dhash_threshold
+    )
+
+
+def candidate_pairs_between(
+    owner: NDArray[np.int64],
+    phash: NDArray[np.uint64],
+    dhash: NDArray[np.uint64],
+    kinds: NDArray[np.int8],
+    queries: NDArray[np.bool_],
+    index: NDArray[np.bool_],
+    threshold: int,
+    crop_threshold: int | None = None,
+    crop_dhash_threshold: int | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The pairs of :func:`candidate_pairs` with one row in ``queries`` and one in ``index``.
+
+    ``queries`` and ``index`` are disjoint masks of rows. Every search is one between
+    the two sets' entries (never within either), so the pairs inside one set (a
+    clump's members among themselves: quadratic) are never made. The same pairs,
+    distances and order as :func:`candidate_pairs` over ``queries | index`` restricted
+    to pairs across the two sets.
+    """
+    if np.any(queries & index):
+        raise ValueError("queries and index must be disjoint masks of rows.")
+    return _row_pairs(
+        owner,
+        phash,
+        dhash,
+        kinds,
+        queries | index,
+        (queries, index),
+        threshold,
+        crop_threshold,
+        crop_dhash_threshold,
+    )
+
+
+def _row_pairs(
+    owner: NDArray[np.int64],
+    phash: NDArray[np.uint64],
+    dhash: NDArray[np.uint64],
+    kinds: NDArray[np.int8],
+    linkable: NDArray[np.bool_],
+    sides: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None,
+    threshold: int,
+    crop_threshold: int | None,
+    crop_dhash_threshold: int | None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """:func:`candidate_pairs` (``sides`` None) or :func:`candidate_pairs_between`."""
     crop_threshold = threshold if crop_threshold is None else crop_threshold
     crop_dhash_threshold = threshold if crop_dhash_threshold is None else crop_dhash_threshold
     usable = linkable[owner]
@@ -90,16 +142,30 @@ def candidate_pairs(
     def of_kinds(*wanted: int) -> NDArray[np.int64]:
         return np.flatnonzero(usable & np.isin(kinds, wanted))
 
+    def one_way(
+        queries: NDArray[np.int64], index: NDArray[np.int64], t: int
+    ) -> Iterator[NDArray[np.int64]]:
+        for chunk in iter_pairs_between(phash[queries], phash[index], t):
+            yield np.stack([queries[chunk[:, 0]], index[chunk[:, 1]]], axis=1)
+
     def within(entries: NDArray[np.int64], t: int) -> Iterator[NDArray[np.int64]]:
-        if entries.size >= 2:
+        if sides is not None:
+            on_query = sides[0][owner[entries]]
+            yield from one_way(entries[on_query], entries[sides[1][owner[entries]]], t)
+        elif entries.size >= 2:
             for chunk in iter_pairs_within(phash[entries], t):
                 yield entries[chunk]
 
     def between(
         queries: NDArray[np.int64], index: NDArray[np.int64], t: int
     ) -> Iterator[NDArray[np.int64]]:
-        for chunk in iter_pairs_between(phash[queries], phash[index], t):
-            yield np.stack([queries[chunk[:, 0]], index[chunk[:, 1]]], axis=1)
+        if sides is None:
+            yield from one_way(queries, index, t)
+            return
+        # Both directions: a query's entry of either kind against the index's of the other.
+        first, second = sides
+        yield from one_way(queries[first[owner[queries]]], index[second[owner[index]]], t)
+        yield from one_way(queries[second[owner[queries]]], index[first[owner[index]]], t)
 
     # Crops only ever meet as-is and rotation entries: searching between the sets, not
     # within their union, never makes the crop-with-crop pairs (most of them an image's

@@ -15,7 +15,14 @@ from PIL import Image
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
 from leakaudit._registration import ThumbnailCache, registered_pairs
 from leakaudit._validation import usable_cpu_count
-from leakaudit._verify_candidates import CROP, table_candidates
+from leakaudit._verify_candidates import CROP, candidate_pairs_between, table_candidates
+from leakaudit._verify_clumps import (
+    Spanned,
+    collapse_stars,
+    cross_verify,
+    find_stars,
+    not_asked,
+)
 from leakaudit._verify_options import MIN_SUPPORT, VerifyOptions
 from leakaudit._verify_stage import TableEntries, VerifiedPairs, verify_candidates
 from leakaudit.copykind import copy_kind
@@ -310,6 +317,23 @@ def _with_registered(
     ), tiny
 
 
+def _with_spanned(verified: VerifiedPairs, spanned: Spanned) -> VerifiedPairs:
+    """``verified``'s counts with the pairs ``spanned`` asked added (not its edges)."""
+    distinct = [verified.distinct, *(spanned.distinct or [])]
+    passed = [verified.distinct_passed, *(spanned.distinct_passed or [])]
+    ran = set(verified.stages) | (spanned.stages or set())
+    order = ("bytes", "pixels", "native", "geometry", "hash", "registered")
+    return dataclasses.replace(
+        verified,
+        n_candidates=verified.n_candidates + spanned.asked,
+        n_rejected=verified.n_rejected + spanned.rejected,
+        n_unverified=verified.n_unverified + spanned.unverified,
+        stages=[stage for stage in order if stage in ran],
+        distinct=np.concatenate(distinct).reshape(-1, 2),
+        distinct_passed=np.concatenate(passed),
+    )
+
+
 def verified_labels(
     table: Any,
     sources: Sequence[Any],
@@ -404,24 +428,44 @@ def verified_labels(
         )
         joined = star.edges["row_b"].to_numpy(dtype=np.int64)
         node[np.isin(node, joined)] = first_entry[node[np.isin(node, joined)]]
+    table_entries = (
+        TableEntries(entry_owner, entry_phash, entry_dhash, entry_kinds_found)
+        if np.any(entry_kinds_found == CROP) and bool(np.all(np.diff(entry_owner) >= 0))
+        else None
+    )
+
+    def verify(pairs: NDArray[np.int64], distance: NDArray[np.int64]) -> VerifiedPairs:
+        return verify_candidates(
+            pairs,
+            distance,
+            sources,
+            names,
+            decode=decode,
+            options=options,
+            workers=workers,
+            entries=table_entries,
+        )
+
+    # Clumps of near-identical images: each member verified against its star's hub,
+    # which then stands for those it accepts (see leakaudit._verify_clumps).
+    participants = linkable & (node == np.arange(n))
+    stars = find_stars(
+        entry_owner,
+        entry_phash,
+        entry_dhash,
+        entry_kinds_found,
+        participants,
+        options.candidate_threshold,
+    )
+    along = Spanned([])
+    hub_of = collapse_stars(stars, n, verify, along)
+    node = hub_of[node]
     stands_for = np.arange(n) == node
-    (pairs, distance), (owner, phash, dhash, kinds) = table_candidates(
-        table, low | ~stands_for, options, dihedral=dihedral
-    )
-    verified = verify_candidates(
-        pairs,
-        distance,
-        sources,
-        names,
-        decode=decode,
-        options=options,
-        workers=workers,
-        entries=(
-            TableEntries(owner, phash, dhash, kinds)
-            if np.any(kinds == CROP) and bool(np.all(np.diff(owner) >= 0))
-            else None
-        ),
-    )
+    (pairs, distance), _ = table_candidates(table, low | ~stands_for, options, dihedral=dihedral)
+    fresh = not_asked(pairs, stars)
+    verified = _with_spanned(verify(pairs[fresh], distance[fresh]), along)
+    star_edges = along.edge_frame()
+    crossing = Spanned([])
     edges = verified.edges
     tiny = np.zeros(0, dtype=np.int64)
     if options.tiny_photos and splits is not None:
@@ -460,9 +504,34 @@ def verified_labels(
             verified = dataclasses.replace(
                 verified, edges=edges, n_kept_apart=int(np.count_nonzero(~keep))
             )
-    if len(copies) or star is not None:
+    if stars:
+        # Every candidate pair between a star's members and another group so far.
+        linked = [edges, _byte_copy_edges(copies, byte_rep), star_edges]
+        if star is not None:
+            linked.append(star.edges)
+        cross_verify(
+            stars,
+            hub_of,
+            np.concatenate([f[["row_a", "row_b"]].to_numpy(dtype=np.int64) for f in linked]),
+            participants,
+            lambda queries, index: candidate_pairs_between(
+                entry_owner,
+                entry_phash,
+                entry_dhash,
+                entry_kinds_found,
+                queries,
+                index,
+                options.candidate_threshold,
+                options.crop_candidate_threshold,
+                options.crop_candidate_dhash_threshold,
+            ),
+            verify,
+            crossing,
+        )
+        verified = _with_spanned(verified, crossing)
+    if len(copies) or star is not None or stars:
         # The collapsed images link to the image that stood for them.
-        parts = [edges, _byte_copy_edges(copies, byte_rep)]
+        parts = [edges, _byte_copy_edges(copies, byte_rep), star_edges, crossing.edge_frame()]
         if star is not None:
             parts.append(star.edges)
         edges = pd.concat([p for p in parts if len(p)] or [edges], ignore_index=True)
