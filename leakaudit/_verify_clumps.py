@@ -64,8 +64,8 @@ __all__ = [
 #: has more than this many members; up to this size every candidate pair is verified,
 #: as before. A bound on cost, not on what links (the groups are those of every pair).
 #: It also keeps the support rule whole for groups this small (a star's members count
-#: as its hub there). Whether CIFAR-10 forms any star is not yet measured
-#: (``benchmarks/RESULTS.md``, section 35).
+#: as its hub there). CIFAR-10's 60,000 images form no star, and their groups are
+#: exactly those of the code before stars (``benchmarks/RESULTS.md``, section 35).
 CLUMP_MIN_MEMBERS = 32
 
 #: The canonical whole-image pHash is cut into this many 16-bit bands to find hubs: a
