@@ -153,6 +153,8 @@ class _Walk:
         self.images: list[str] = []
         self.problems: list[str] = []
         self.loops: list[str] = []
+        #: Links that lead nowhere and name no image: what they stood for is unknown.
+        self.dangling: list[str] = []
         #: (link, the real path it leads to) for every followed link, when ``targets``.
         self.targets: list[tuple[str, str]] = []
         self._targets = targets
@@ -204,12 +206,17 @@ class _Walk:
                     if self._targets and entry.is_symlink():
                         self.targets.append((entry.path, os.path.realpath(entry.path)))
                     self.images.append(entry.path)
+                elif entry.is_symlink() and not os.path.exists(entry.path):
+                    # Perhaps a class folder whose target is gone: never a silent skip.
+                    self.dangling.append(
+                        f"{printable(entry.path)} -> {printable(os.readlink(entry.path))}"
+                    )
             else:
                 stack.pop()
                 chain.pop()
 
     def warn(self) -> None:
-        """One :class:`FolderScanWarning` for unlistable folders, one for loops."""
+        """One :class:`FolderScanWarning` each for unlistable folders, loops, dangling links."""
         if self.problems:
             warnings.warn(
                 f"{len(self.problems)} folder(s) under {printable(self.root)} could not be "
@@ -222,6 +229,14 @@ class _Walk:
                 f"{len(self.loops)} folder link(s) under {printable(self.root)} lead back into "
                 "a folder that holds them (a loop) and were not followed: "
                 + first_few(self.loops, len(self.loops)),
+                FolderScanWarning,
+                stacklevel=4,
+            )
+        if self.dangling:
+            warnings.warn(
+                f"{len(self.dangling)} link(s) under {printable(self.root)} lead nowhere (their "
+                "target is missing) and were skipped: "
+                + first_few(self.dangling, len(self.dangling)),
                 FolderScanWarning,
                 stacklevel=4,
             )

@@ -122,6 +122,18 @@ def test_a_cycle_through_two_links_ends(tmp_path: Path) -> None:
         assert list_image_paths(a) == [str(a / "1.png"), str(a / "to_b" / "2.png")]
 
 
+def test_a_link_that_leads_nowhere_is_named_never_skipped_silently(tmp_path: Path) -> None:
+    # A class folder linked with a wrong relative target (``ln -s ../../train/a test/c``):
+    # ImageFolder skips it without a word; the audit names it.
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "b.png").write_bytes(b"x")
+    (tmp_path / "test" / "c_inside").symlink_to("../../nowhere/a")
+    with pytest.warns(FolderScanWarning, match="lead nowhere") as record:
+        assert list_image_paths(tmp_path / "test") == [str(tmp_path / "test" / "b.png")]
+    assert len(record) == 1
+    assert "c_inside -> ../../nowhere/a" in str(record[0].message)
+
+
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can list any folder"
 )
