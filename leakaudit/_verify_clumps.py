@@ -49,14 +49,18 @@ from numpy.typing import NDArray
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
 from leakaudit._verify_candidates import WHOLE
 from leakaudit._verify_stage import VerifiedPairs
-from leakaudit.grouping import _Forest
+from leakaudit.grouping import UnionFindForest
 from leakaudit.hashing import popcount64
 
 __all__ = [
     "CLUMP_MIN_MEMBERS",
     "STAR_BANDS",
+    "Spanned",
     "Star",
+    "collapse_stars",
+    "cross_verify",
     "find_stars",
+    "not_asked",
     "span_verify",
 ]
 
@@ -239,7 +243,7 @@ class Spanned:
 def span_verify(
     pairs: NDArray[np.int64],
     distance: NDArray[np.int64],
-    forest: _Forest,
+    forest: UnionFindForest,
     verify: Verifier,
     spanned: Spanned,
     *,
@@ -296,7 +300,7 @@ def collapse_stars(
     hub_of = np.arange(n, dtype=np.int64)
     if not stars:
         return hub_of
-    forest = _Forest(n)
+    forest = UnionFindForest(n)
     pairs = np.concatenate(
         [np.stack([np.full(len(s.members), s.hub), s.members], axis=1) for s in stars]
     )
@@ -337,7 +341,7 @@ def cross_verify(
         of rows (:func:`leakaudit._verify_candidates.candidate_pairs_between`).
     """
     n = len(hub_of)
-    forest = _Forest(n)
+    forest = UnionFindForest(n)
     if len(linked):
         forest.add(linked[:, 0], linked[:, 1])
     # The members of the stars already done: their pairs with a later star's members

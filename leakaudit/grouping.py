@@ -25,6 +25,7 @@ from leakaudit.search import as_hash_array, iter_linking_pairs, iter_pairs_withi
 
 __all__ = [
     "GroupSpread",
+    "UnionFindForest",
     "connected_component_labels",
     "distinct_hash_pairs",
     "exact_key_edges",
@@ -43,7 +44,7 @@ _MIN_BATCH_EDGES = 1 << 22
 _LINKING_BATCH_EDGES = 1 << 20
 
 
-class _Forest:
+class UnionFindForest:
     """A union-find forest over ``0..n-1`` stored as one ``parent`` array."""
 
     def __init__(self, n: int, *, batch: int | None = None) -> None:
@@ -163,7 +164,7 @@ def connected_component_labels(
     """
     size = check_int("n", n, 0)
     batch = None if batch_edges is None else check_int("batch_edges", batch_edges, 1)
-    forest = _Forest(size, batch=batch)
+    forest = UnionFindForest(size, batch=batch)
     for chunk in edge_chunks:
         edges = np.asarray(chunk)
         if edges.size == 0:
@@ -373,7 +374,7 @@ def group_labels_within(
     else:
         unique, unique_second, inverse = distinct_hash_pairs(h[rows], other[rows])
     # Small batches: each merge lets the search skip more buckets that are already one group.
-    forest = _Forest(unique.size, batch=_LINKING_BATCH_EDGES)
+    forest = UnionFindForest(unique.size, batch=_LINKING_BATCH_EDGES)
     for a, b in iter_linking_pairs(unique, t, forest, second=unique_second, second_threshold=t2):
         forest.add(a, b)
     distinct = unique.size

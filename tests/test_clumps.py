@@ -31,7 +31,7 @@ from leakaudit._verify_clumps import (
     span_verify,
 )
 from leakaudit._verify_stage import VerifiedPairs
-from leakaudit.grouping import _Forest, connected_component_labels
+from leakaudit.grouping import UnionFindForest, connected_component_labels
 from leakaudit.hashing import hash_sources
 from leakaudit.loading import DecodeOptions
 from leakaudit.verify import VerifyOptions, table_candidates, verify_candidates
@@ -148,7 +148,7 @@ def test_span_verify_skips_only_pairs_already_linked(
 ) -> None:
     n, pairs, accept, _ = graph
     verify = _Relation(accept)
-    forest = _Forest(n)
+    forest = UnionFindForest(n)
     spanned = Spanned([])
     span_verify(pairs, np.zeros(len(pairs), dtype=np.int64), forest, verify, spanned)
     oracle = connected_component_labels(

@@ -219,11 +219,11 @@ def test_spread_of_singletons_is_empty() -> None:
 def test_grouping_skips_linked_buckets_without_losing_links(threshold: int) -> None:
     # Merging every 50 edges makes the search skip buckets already in one component as often as
     # possible; the groups must not change.
-    from leakaudit.grouping import _Forest
+    from leakaudit.grouping import UnionFindForest
     from leakaudit.search import iter_linking_pairs
 
     hashes = np.unique(planted_hashes(4000, seed=threshold))
-    forest = _Forest(hashes.size, batch=50)
+    forest = UnionFindForest(hashes.size, batch=50)
     for a, b in iter_linking_pairs(hashes, threshold, forest):
         forest.add(a, b)
     assert forest.version >= 2

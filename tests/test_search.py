@@ -371,9 +371,9 @@ def test_bucket_finder_finds_exactly_the_present_keys(
 
 
 def linking_labels(unique: NDArray[np.uint64], threshold: int, plan: SearchPlan) -> list[int]:
-    from leakaudit.grouping import _Forest
+    from leakaudit.grouping import UnionFindForest
 
-    forest = _Forest(unique.size, batch=7)
+    forest = UnionFindForest(unique.size, batch=7)
     for a, b in iter_linking_pairs(unique, threshold, forest, plan=plan):
         assert bool((popcount64(unique[a] ^ unique[b]) <= threshold).all())
         forest.add(a, b)
@@ -583,7 +583,7 @@ def test_two_hash_linking_pairs_connect_exactly_the_brute_force_components(
     data: st.DataObject,
 ) -> None:
     from leakaudit import search
-    from leakaudit.grouping import _Forest
+    from leakaudit.grouping import UnionFindForest
 
     # Clumpy first hashes would take the dense passes with one hash; with two they must not
     # (and the answer must not depend on it). Tiny probe blocks make merges and skips frequent.
@@ -593,7 +593,7 @@ def test_two_hash_linking_pairs_connect_exactly_the_brute_force_components(
     if plan is None:
         return
     unique, second = distinct_pairs(*rows)
-    forest = _Forest(unique.size, batch=7)
+    forest = UnionFindForest(unique.size, batch=7)
     for a, b in iter_linking_pairs(
         unique, threshold, forest, plan=plan, second=second, second_threshold=second_threshold
     ):
@@ -639,7 +639,7 @@ def test_clumpy_two_hash_grouping_with_every_bucket_size_is_exact(
     monkeypatch: pytest.MonkeyPatch, threads: int, window: int
 ) -> None:
     from leakaudit import search
-    from leakaudit.grouping import _Forest
+    from leakaudit.grouping import UnionFindForest
 
     # Near copies of a few bases in the first hash make buckets of every size class up to and
     # past _BLOCK_MAX (so single, block and range comparisons all run); the second hash keeps
@@ -661,7 +661,7 @@ def test_clumpy_two_hash_grouping_with_every_bucket_size_is_exact(
     monkeypatch.setattr(search, "_PROBE_ELEMENTS", 97)
     monkeypatch.setattr(search, "_WINDOW_ELEMENTS", window)
     plan = SearchPlan((0xFFFF, 0xFFFF << 16, 0xFFFF << 32, 0xFFFF << 48), (2, 2, 1, 1))
-    forest = _Forest(unique.size, batch=13)
+    forest = UnionFindForest(unique.size, batch=13)
     for a, b in iter_linking_pairs(
         unique, 8, forest, plan=plan, second=unique_second, second_threshold=8
     ):

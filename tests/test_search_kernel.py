@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from leakaudit import search
-from leakaudit.grouping import _Forest, distinct_hash_pairs
+from leakaudit.grouping import UnionFindForest, distinct_hash_pairs
 from leakaudit.hashing import popcount64
 from leakaudit.search import (
     SearchPlan,
@@ -76,7 +76,7 @@ def linked_labels(
     threads: int | None = None,
 ) -> list[int]:
     """Component of each value (its smallest member) from ``iter_linking_pairs``' pairs."""
-    forest = _Forest(unique.size, batch=5)
+    forest = UnionFindForest(unique.size, batch=5)
     for a, b in iter_linking_pairs(
         unique,
         threshold,
@@ -288,7 +288,7 @@ def test_edge_cases(kernels: ModuleType, engine: str) -> None:
 def test_engine_is_validated() -> None:
     unique = np.arange(4, dtype=np.uint64)
     with pytest.raises(ValueError, match="engine must be one of 'auto', 'numba', 'numpy'"):
-        iter_linking_pairs(unique, 2, _Forest(4), engine="gpu")
+        iter_linking_pairs(unique, 2, UnionFindForest(4), engine="gpu")
 
 
 def test_numba_engine_without_numba_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -296,7 +296,7 @@ def test_numba_engine_without_numba_names_the_extra(monkeypatch: pytest.MonkeyPa
     unique = np.arange(3000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     plan = banded_plan([22, 21, 21], 8, list(range(64)))
     with pytest.raises(ImportError, match=r"pip install 'leakaudit-vision\[fast\]'"):
-        list(iter_linking_pairs(unique, 8, _Forest(unique.size), plan=plan, engine="numba"))
+        list(iter_linking_pairs(unique, 8, UnionFindForest(unique.size), plan=plan, engine="numba"))
 
 
 def test_auto_engine_falls_back_to_numpy_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -367,7 +367,7 @@ def test_threads_out_of_range_are_rejected(bad: int) -> None:
     unique = np.arange(4, dtype=np.uint64)
     message = f"threads must be an int >= 1; got {bad}."
     with pytest.raises(ValueError, match=message):
-        iter_linking_pairs(unique, 2, _Forest(4), threads=bad)
+        iter_linking_pairs(unique, 2, UnionFindForest(4), threads=bad)
     with pytest.raises(ValueError, match=message):
         iter_pairs_within(unique, 2, threads=bad)
     with pytest.raises(ValueError, match=message):
@@ -378,7 +378,7 @@ def test_threads_out_of_range_are_rejected(bad: int) -> None:
 def test_threads_of_the_wrong_type_are_rejected(bad: object) -> None:
     unique = np.arange(4, dtype=np.uint64)
     with pytest.raises(TypeError, match="threads must be an int >= 1; got"):
-        iter_linking_pairs(unique, 2, _Forest(4), threads=bad)  # type: ignore[arg-type]
+        iter_linking_pairs(unique, 2, UnionFindForest(4), threads=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("text", ["abc", "0", "-1", "2.5"])
@@ -389,7 +389,7 @@ def test_bad_leakaudit_threads_is_rejected(monkeypatch: pytest.MonkeyPatch, text
     with pytest.raises(ValueError, match=message):
         pairs_within(hashes, 8)
     with pytest.raises(ValueError, match=message):
-        iter_linking_pairs(hashes, 8, _Forest(hashes.size))
+        iter_linking_pairs(hashes, 8, UnionFindForest(hashes.size))
     # The argument wins over the environment.
     assert np.array_equal(pairs_within(hashes, 8, threads=1), pairs_within_brute_force(hashes, 8))
 
@@ -421,11 +421,11 @@ def test_kernels_write_nothing_into_the_working_folder(kernels: ModuleType, tmp_
     # data: a run from the data's folder leaves it as it was.
     code = f"""
         import numpy as np
-        from leakaudit.grouping import _Forest
+        from leakaudit.grouping import UnionFindForest
         from leakaudit.search import SearchPlan, iter_linking_pairs
         unique = np.arange(5000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         plan = SearchPlan({banded_plan([22, 21, 21], 8, list(range(64))).band_masks}, (2, 2, 2))
-        forest = _Forest(unique.size)
+        forest = UnionFindForest(unique.size)
         for a, b in iter_linking_pairs(unique, 8, forest, plan=plan, engine="numba"):
             forest.add(a, b)
         print("ok")
@@ -452,16 +452,16 @@ def test_kernels_compile_in_memory_when_no_cache_folder_is_writable(
     blocker.write_text("")
     code = """
         import numpy as np
-        from leakaudit.grouping import _Forest
+        from leakaudit.grouping import UnionFindForest
         from leakaudit.search import SearchPlan, iter_linking_pairs, pairs_within_brute_force
         rng = np.random.default_rng(1)
         unique = np.unique(np.repeat(rng.integers(0, 2**64, 300, dtype=np.uint64), 4)
                            ^ (np.uint64(1) << rng.integers(0, 64, 1200).astype(np.uint64)))
         plan = SearchPlan((0x3FFFFF, 0x7FFFFC00000, 0xFFFFF80000000000), (2, 2, 2))
-        forest = _Forest(unique.size)
+        forest = UnionFindForest(unique.size)
         for a, b in iter_linking_pairs(unique, 8, forest, plan=plan, engine="numba"):
             forest.add(a, b)
-        check = _Forest(unique.size)
+        check = UnionFindForest(unique.size)
         check.add(*pairs_within_brute_force(unique, 8).T.copy())
         print(bool(np.array_equal(forest.labels(), check.labels())))
     """
