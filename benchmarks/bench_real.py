@@ -337,28 +337,39 @@ def _blank_numbers(reason: str) -> str:
     return re.sub(r"-?\d+(?:\.\d+)?", "#", reason)
 
 
-def pair_reason(path_a: str, path_b: str, options: VerifyOptions | None = None) -> str:
-    """Why the verification stage would reject this pair, judged as ``verify_candidates``
-    judges it (pixel check, native-resolution check, geometric check); "accepted" if it would
-    not reject it (then the pair was not proposed, or accepted and not linked by the graph)."""
+ACCEPTED = "judge accepts (not proposed, or not linked)"
+
+
+def verdict(
+    source_a: object, source_b: object, options: VerifyOptions | None = None
+) -> tuple[bool, str]:
+    """The verification stage's decision on one pair, made as ``verify_candidates`` makes it:
+    the pixel check (``compare_views``), the native-resolution check, and the geometric check
+    for a pair the pixel check leaves open. ``source_*``: a path, bytes or a PIL image.
+    Returns ``(accepted, reason)``."""
     options = options or VerifyOptions()
-    view_a, view_b = load_view(path_a, path_a), load_view(path_b, path_b)
-    verdict = compare_views(view_a, view_b, options)
-    if options.distinct_pixels and distinct_applies(view_a, view_b, verdict):
-        count = distinct_pixel_count(view_a, view_b, verdict.turn, options.distinct_pixels)
+    view_a, view_b = load_view(source_a, "a"), load_view(source_b, "b")
+    judged = compare_views(view_a, view_b, options)
+    if options.distinct_pixels and distinct_applies(view_a, view_b, judged):
+        count = distinct_pixel_count(view_a, view_b, judged.turn, options.distinct_pixels)
         if count >= options.distinct_pixels:
-            return f"differs at native resolution ({count} px)"
+            return False, f"differs at native resolution ({count} px)"
     use_geometry, _ = _geometry_choice(options)
-    if verdict.stage == "open" and use_geometry:
-        turned, _ = turned_view(view_b.grey, None, verdict.turn)
+    if judged.stage == "open" and use_geometry:
+        turned, _ = turned_view(view_b.grey, None, judged.turn)
         match = match_features(
             extract_features(np.ascontiguousarray(view_a.grey)),
             extract_features(np.ascontiguousarray(turned)),
         )
-        if match.accepted:
-            return "judge accepts (not proposed, or not linked)"
-        return f"geometry: {match.reason}"
-    return "judge accepts (not proposed, or not linked)" if verdict.accepted else verdict.reason
+        return match.accepted, "geometry" if match.accepted else f"geometry: {match.reason}"
+    return judged.accepted, judged.reason
+
+
+def pair_reason(path_a: str, path_b: str, options: VerifyOptions | None = None) -> str:
+    """Why the verification stage rejects this pair (:func:`verdict`), or :data:`ACCEPTED` when
+    it accepts it (then the audit did not propose the pair, or its graph did not link it)."""
+    accepted, reason = verdict(path_a, path_b, options)
+    return ACCEPTED if accepted else reason
 
 
 def _groups(report: leakaudit.LeakageReport) -> dict[str, int]:

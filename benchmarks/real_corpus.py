@@ -210,9 +210,11 @@ SOURCES: dict[str, Callable[[str, tuple[int, int]], str | None]] = {
 
 #: The full corpus: about 250 MB of packages, all under 90 MB each.
 FULL_PACKAGES = tuple(SOURCES)
-#: The CI subset: about 7 MB of packages (icons, sprites, wallpapers, earth maps).
+#: The CI subset: about 15 MB of packages (icons, sprites, wallpapers, earth maps, Tux Paint's
+#: screenshots and drawings).
 CI_PACKAGES = (
     "tango-icon-theme",
+    "tuxpaint-data",
     "chromium-bsu-data",
     "mypaint-data-extras",
     "debian-edu-artwork-softwaves",
