@@ -57,6 +57,7 @@ import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance, ImageFont, ImageOps
@@ -70,8 +71,9 @@ import leakaudit  # noqa: E402
 from leakaudit import audit_splits  # noqa: E402
 from leakaudit._verify_stage import _geometry_choice  # noqa: E402
 from leakaudit.geometry import extract_features, match_features  # noqa: E402
-from leakaudit.hashing import turned_view  # noqa: E402
+from leakaudit.hashing import bytes_digest, turned_view  # noqa: E402
 from leakaudit.verify import (  # noqa: E402
+    PairVerdict,
     VerifyOptions,
     compare_views,
     distinct_applies,
@@ -349,7 +351,7 @@ def verdict(
     Returns ``(accepted, reason)``."""
     options = options or VerifyOptions()
     view_a, view_b = load_view(source_a, "a"), load_view(source_b, "b")
-    judged = compare_views(view_a, view_b, options)
+    judged = _compare_or_record(view_a, view_b, options)
     if options.distinct_pixels and distinct_applies(view_a, view_b, judged):
         count = distinct_pixel_count(view_a, view_b, judged.turn, options.distinct_pixels)
         if count >= options.distinct_pixels:
@@ -370,6 +372,19 @@ def pair_reason(path_a: str, path_b: str, options: VerifyOptions | None = None) 
     it accepts it (then the audit did not propose the pair, or its graph did not link it)."""
     accepted, reason = verdict(path_a, path_b, options)
     return ACCEPTED if accepted else reason
+
+
+#: Pairs on which today's judge raised instead of deciding (digest_a, digest_b, error): the
+#: default audit itself stops there; the benchmark counts them as rejected and goes on.
+CRASHES: list[tuple[int, int, str]] = []
+
+
+def _compare_or_record(a: Any, b: Any, options: VerifyOptions | None = None) -> Any:
+    try:
+        return compare_views(a, b, options)
+    except Exception as error:  # the judge's own failure: counted, named, never hidden
+        CRASHES.append((a.digest, b.digest, f"{type(error).__name__}: {error}"))
+        return PairVerdict(False, "pixels", reason=f"crash: {type(error).__name__}: {error}")
 
 
 def _groups(report: leakaudit.LeakageReport) -> dict[str, int]:
@@ -395,12 +410,20 @@ def _audit(
     train: list[str], test: list[str], cache: Path, verify: bool
 ) -> tuple[dict[str, int], set[str]]:
     """Each image's group in the default audit (``verify`` aside), and the low-information
-    images (the audit links those only to byte-identical copies)."""
+    images (the audit links those only to byte-identical copies).
+
+    A pair on which the judge raises (:data:`CRASHES`) would stop the audit: it is judged
+    rejected instead, and recorded, so one crash does not hide the other figures."""
+    stage_module = sys.modules["leakaudit._verify_stage"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        report = audit_splits(
-            {"train": train, "test": test}, cache=cache, progress=False, verify=verify
-        )
+        stage_module.compare_views = _compare_or_record  # type: ignore[attr-defined]
+        try:
+            report = audit_splits(
+                {"train": train, "test": test}, cache=cache, progress=False, verify=verify
+            )
+        finally:
+            stage_module.compare_views = compare_views  # type: ignore[attr-defined]
     table = report.table
     flat = set(table.loc[table["low_information"].fillna(False).astype(bool), "path"].astype(str))
     return _groups(report), flat
@@ -506,6 +529,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         negatives[kind] = {"pairs": len(kind_pairs), "linked": int(linked)}
     neg_links = _linked_pairs(neg_groups, set(neg_train), set(neg_test))
     false_links += len(neg_links)
+    digests = {}
+    for path in [
+        *train,
+        *(p for copies in rounds.values() for _, _, p, _ in copies),
+        *neg_train,
+        *neg_test,
+    ]:
+        digests.setdefault(bytes_digest(Path(path).read_bytes()), os.path.basename(path))
+    crashes = [[digests.get(a, hex(a)), digests.get(b, hex(b)), error] for a, b, error in CRASHES]
     elapsed = time.perf_counter() - started
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
@@ -537,6 +569,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "not_applicable": {f"{e} / {k}": v for (e, k), v in sorted(not_applicable.items())},
         "cells": cells,
         "total": {"copies": total[0], "hashes": total[1], "audit": total[2]},
+        "judge_crashes": crashes,
         "hard_negatives": negatives,
         "hard_negative_notes": notes,
         "pair_precision": {
@@ -605,6 +638,11 @@ def print_report(result: dict[str, object]) -> None:
         if c["reasons"] and c["audit"] < c["n"]:
             top = "; ".join(f"{r} x{v}" for r, v in list(c["reasons"].items())[:3])
             print(f"  {c['edit']} / {c['kind']}: {top}")
+    crashes = result["judge_crashes"]
+    assert isinstance(crashes, list)
+    print(f"\npairs on which the judge raised (the default audit stops there): {len(crashes)}")
+    for a, b, error in crashes[:10]:
+        print(f"  {a} / {b}: {error}")
     print("\nseconds:", result["seconds"])
 
 
