@@ -339,7 +339,8 @@ def _blank_numbers(reason: str) -> str:
     return re.sub(r"-?\d+(?:\.\d+)?", "#", reason)
 
 
-ACCEPTED = "judge accepts (not proposed, or not linked)"
+ACCEPTED = "judge accepts; the graph did not link it"
+NOT_PROPOSED = "not proposed (the candidate net missed it)"
 
 
 def verdict(
@@ -369,7 +370,7 @@ def verdict(
 
 def pair_reason(path_a: str, path_b: str, options: VerifyOptions | None = None) -> str:
     """Why the verification stage rejects this pair (:func:`verdict`), or :data:`ACCEPTED` when
-    it accepts it (then the audit did not propose the pair, or its graph did not link it)."""
+    it accepts it (then the audit's graph did not link it: unsupported, or kept apart)."""
     accepted, reason = verdict(path_a, path_b, options)
     return ACCEPTED if accepted else reason
 
@@ -377,9 +378,12 @@ def pair_reason(path_a: str, path_b: str, options: VerifyOptions | None = None) 
 #: Pairs on which today's judge raised instead of deciding (digest_a, digest_b, error): the
 #: default audit itself stops there; the benchmark counts them as rejected and goes on.
 CRASHES: list[tuple[int, int, str]] = []
+#: The pairs (byte digests) the audit's candidate net proposed: every pair it judged.
+JUDGED: set[frozenset[int]] = set()
 
 
 def _compare_or_record(a: Any, b: Any, options: VerifyOptions | None = None) -> Any:
+    JUDGED.add(frozenset((a.digest, b.digest)))
     try:
         return compare_views(a, b, options)
     except Exception as error:  # the judge's own failure: counted, named, never hidden
@@ -473,7 +477,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             rounds[r].append((image, edit, str(path), copy.note))
     edited = time.perf_counter()
 
-    found: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])  # n, hashes, audit
+    # n, hashes alone, proposed by the audit's candidate net, found by the audit
+    found: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    digest_of = {p: bytes_digest(Path(p).read_bytes()) for p in train}
     reasons: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     true_links = false_links = 0
     false_examples: list[tuple[str, str]] = []
@@ -484,6 +490,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         t0 = time.perf_counter()
         hashes_groups, _ = _audit(train, test, hash_cache, verify=False)
         t1 = time.perf_counter()
+        JUDGED.clear()
         groups, flat = _audit(train, test, hash_cache, verify=True)
         t2 = time.perf_counter()
         hashes_seconds += t1 - t0
@@ -500,13 +507,17 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             cell[0] += 1
             cell[1] += hashes_groups[path] == hashes_groups[image.file]
             hit = groups[path] == groups[image.file]
-            cell[2] += hit
+            proposed = frozenset((digest_of[image.file], bytes_digest(Path(path).read_bytes())))
+            cell[2] += hit or proposed in JUDGED
+            cell[3] += hit
             if not hit:
                 t3 = time.perf_counter()
                 try:
                     if image.file in flat or path in flat:
                         side = "original" if image.file in flat else "copy"
                         reason = f"low information ({side}): linked only to byte copies"
+                    elif proposed not in JUDGED:
+                        reason = NOT_PROPOSED
                     else:
                         reason = _blank_numbers(pair_reason(image.file, path))
                 except Exception as error:  # a benchmark tallies, never stops
@@ -548,14 +559,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             "kind": kind,
             "n": n,
             "hashes": h,
+            "proposed": p,
             "audit": a,
             "reasons": dict(reasons[(edit, kind)].most_common()),
         }
-        for (edit, kind), (n, h, a) in sorted(
+        for (edit, kind), (n, h, p, a) in sorted(
             found.items(), key=lambda item: (list(EDITS).index(item[0][0]), item[0][1])
         )
     ]
-    total = [sum(c[i] for c in found.values()) for i in range(3)]
+    total = [sum(c[i] for c in found.values()) for i in range(4)]
     return {
         "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
         "leakaudit": leakaudit.__version__,
@@ -568,7 +580,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         },
         "not_applicable": {f"{e} / {k}": v for (e, k), v in sorted(not_applicable.items())},
         "cells": cells,
-        "total": {"copies": total[0], "hashes": total[1], "audit": total[2]},
+        "total": {
+            "copies": total[0],
+            "hashes": total[1],
+            "proposed": total[2],
+            "audit": total[3],
+        },
         "judge_crashes": crashes,
         "hard_negatives": negatives,
         "hard_negative_notes": notes,
@@ -601,7 +618,11 @@ def print_report(result: dict[str, object]) -> None:
     assert isinstance(cells, list)
     kinds = sorted({c["kind"] for c in cells})
     by = {(c["edit"], c["kind"]): c for c in cells}
-    for column, title in (("audit", "default audit (% found)"), ("hashes", "hashes alone (%)")):
+    for column, title in (
+        ("audit", "default audit (% found)"),
+        ("proposed", "proposed by the default audit's candidate net (%)"),
+        ("hashes", "hashes alone, verify=False (%)"),
+    ):
         print(f"\n{title}; n per cell in the JSON")
         print(f"{'edit':22s} " + " ".join(f"{k[:10]:>10s}" for k in kinds) + "        all")
         for edit in EDITS:
@@ -616,8 +637,8 @@ def print_report(result: dict[str, object]) -> None:
     total = result["total"]
     assert isinstance(total, dict)
     print(
-        f"\nall copies: hashes {total['hashes']}/{total['copies']}, "
-        f"audit {total['audit']}/{total['copies']}"
+        f"\nall copies: hashes {total['hashes']}/{total['copies']}, proposed "
+        f"{total['proposed']}/{total['copies']}, audit {total['audit']}/{total['copies']}"
     )
     print("\nhard negatives (share of pairs linked):")
     negatives = result["hard_negatives"]
@@ -646,6 +667,75 @@ def print_report(result: dict[str, object]) -> None:
     print("\nseconds:", result["seconds"])
 
 
+def markdown_report(result: dict[str, Any]) -> str:
+    """The figures as Markdown tables (what RESULTS.md records)."""
+    cells = result["cells"]
+    kinds = sorted({c["kind"] for c in cells})
+    by = {(c["edit"], c["kind"]): c for c in cells}
+    lines = []
+    for column, title in (
+        ("audit", "Default audit"),
+        ("proposed", "Proposed by the default audit's candidate net"),
+        ("hashes", "Hashes alone (verify=False)"),
+    ):
+        lines += [f"**{title}: copies found, % per edit x kind (n per cell in brackets)**", ""]
+        lines.append("| edit | " + " | ".join(kinds) + " | all |")
+        lines.append("|---|" + "---:|" * (len(kinds) + 1))
+        for edit in EDITS:
+            row = [by.get((edit, k)) for k in kinds]
+            n = sum(c["n"] for c in row if c)
+            hit = sum(c[column] for c in row if c)
+            texts = [f"{_percent(c[column], c['n']).strip()} ({c['n']})" if c else "-" for c in row]
+            lines.append(f"| {edit} | " + " | ".join(texts) + f" | {_percent(hit, n).strip()} |")
+        all_n = sum(c["n"] for c in cells)
+        all_hit = sum(c[column] for c in cells)
+        per_kind = [
+            _percent(
+                sum(by[e, k][column] for e in EDITS if (e, k) in by),
+                sum(by[e, k]["n"] for e in EDITS if (e, k) in by),
+            ).strip()
+            for k in kinds
+        ]
+        lines.append(
+            "| **all** | "
+            + " | ".join(per_kind)
+            + f" | **{_percent(all_hit, all_n).strip()}** ({all_hit}/{all_n}) |"
+        )
+        lines.append("")
+    lines += [
+        "**Why the default audit missed copies: the top reasons per cell (numbers blanked)**",
+        "",
+        "| edit / kind | missed | top reasons |",
+        "|---|---:|---|",
+    ]
+    for c in cells:
+        if c["audit"] < c["n"]:
+            top = "; ".join(f"{r} x{v}" for r, v in list(c["reasons"].items())[:3])
+            lines.append(f"| {c['edit']} / {c['kind']} | {c['n'] - c['audit']} | {top} |")
+    lines += [
+        "",
+        "**Hard negatives: pairs linked (first image in train, second in test)**",
+        "",
+        "| hard negative | pairs linked |",
+        "|---|---:|",
+    ]
+    for kind, value in result["hard_negatives"].items():
+        lines.append(
+            f"| {kind} | {value['linked']}/{value['pairs']} "
+            f"({_percent(value['linked'], value['pairs']).strip()}%) |"
+        )
+    precision = result["pair_precision"]
+    lines += [
+        "",
+        f"Pair precision: **{100 * precision['precision']:.2f}%** "
+        f"({precision['true_links']} copy-original links, {precision['false_links']} "
+        "false links: test images grouped with a train image that is not their original, "
+        "hard-negative links included).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1200, help="corpus images (balanced by kind)")
@@ -662,7 +752,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=None, help="where the copies are written")
     parser.add_argument("--keep", action="store_true", help="keep the copies")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--markdown", type=Path, default=None, help="write the tables here")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        default=None,
+        help="print the tables of an earlier --json run; run nothing",
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        earlier = json.loads(args.render.read_text())
+        print_report(earlier)
+        print(markdown_report(earlier))
+        return 0
     if args.ci and args.n == 1200:
         args.n, args.cell, args.negatives = 200, 10, 40
     with warnings.catch_warnings():
@@ -671,6 +773,8 @@ def main(argv: list[str] | None = None) -> int:
     print_report(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown_report(result))
     return 0
 
 
