@@ -378,6 +378,8 @@ def pair_reason(path_a: str, path_b: str, options: VerifyOptions | None = None) 
 #: Pairs on which today's judge raised instead of deciding (digest_a, digest_b, error): the
 #: default audit itself stops there; the benchmark counts them as rejected and goes on.
 CRASHES: list[tuple[int, int, str]] = []
+#: The verified edges (path pairs) of the last audit: the pairs the judge itself linked.
+LAST_EDGES: list[tuple[str, str]] = []
 #: The pairs (byte digests) the audit's candidate net proposed: every pair it judged.
 JUDGED: set[frozenset[int]] = set()
 
@@ -430,6 +432,14 @@ def _audit(
             stage_module.compare_views = compare_views  # type: ignore[attr-defined]
     table = report.table
     flat = set(table.loc[table["low_information"].fillna(False).astype(bool), "path"].astype(str))
+    paths = table["path"].astype(str).to_numpy()
+    edges = report.edges
+    if edges is not None and len(edges):
+        LAST_EDGES[:] = [
+            (paths[a], paths[b]) for a, b in zip(edges["row_a"], edges["row_b"], strict=True)
+        ]
+    else:
+        LAST_EDGES[:] = []
     return _groups(report), flat
 
 
@@ -482,6 +492,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     digest_of = {p: bytes_digest(Path(p).read_bytes()) for p in train}
     reasons: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     true_links = false_links = 0
+    edge_counts: Counter[str] = Counter()
     false_examples: list[tuple[str, str]] = []
     audit_seconds = hashes_seconds = reason_seconds = 0.0
     for r in sorted(rounds):
@@ -496,6 +507,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         hashes_seconds += t1 - t0
         audit_seconds += t2 - t1
         original_of = {path: image.file for image, _, path, _ in copies}
+        train_set = set(train)
+        for a, b in LAST_EDGES:
+            a, b = (a, b) if a in train_set else (b, a)
+            if a in train_set and b in original_of:
+                edge_counts["true" if original_of[b] == a else "false"] += 1
         for a, b in _linked_pairs(groups, set(train), set(test)):
             if original_of[b] == a:
                 true_links += 1
@@ -540,6 +556,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         negatives[kind] = {"pairs": len(kind_pairs), "linked": int(linked)}
     neg_links = _linked_pairs(neg_groups, set(neg_train), set(neg_test))
     false_links += len(neg_links)
+    neg_train_set, neg_test_set = set(neg_train), set(neg_test)
+    edge_counts["false"] += sum(
+        (a in neg_train_set and b in neg_test_set) or (b in neg_train_set and a in neg_test_set)
+        for a, b in LAST_EDGES
+    )
     digests = {}
     for path in [
         *train,
@@ -593,6 +614,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             "true_links": true_links,
             "false_links": false_links,
             "precision": true_links / max(1, true_links + false_links),
+            "verified_edges": dict(edge_counts),
+            "edge_precision": edge_counts["true"]
+            / max(1, edge_counts["true"] + edge_counts["false"]),
             "false_examples": [
                 [os.path.basename(a), os.path.basename(b)] for a, b in false_examples[:20]
             ],
@@ -650,6 +674,10 @@ def print_report(result: dict[str, object]) -> None:
         )
     precision = result["pair_precision"]
     assert isinstance(precision, dict)
+    print(
+        f"edge precision (pairs the judge linked): {precision['edge_precision']:.4f} "
+        f"({precision['verified_edges']})"
+    )
     print(
         f"pair precision: {precision['precision']:.4f} "
         f"({precision['true_links']} true, {precision['false_links']} false links)"
@@ -730,7 +758,9 @@ def markdown_report(result: dict[str, Any]) -> str:
         f"Pair precision: **{100 * precision['precision']:.2f}%** "
         f"({precision['true_links']} copy-original links, {precision['false_links']} "
         "false links: test images grouped with a train image that is not their original, "
-        "hard-negative links included).",
+        "hard-negative links included). Edge precision (the train-test pairs the judge itself "
+        f"linked, before the groups' closure): **{100 * precision['edge_precision']:.2f}%** "
+        f"({precision['verified_edges']}).",
         "",
     ]
     return "\n".join(lines)

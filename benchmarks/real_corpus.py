@@ -26,7 +26,12 @@ Kinds, decided by package, path and size (:data:`SOURCES`):
 Every picture is decoded with Pillow and saved as PNG (alpha kept) under ``corpus/``; SVG
 files are not decoded (they are counted, not used), unreadable files are counted and named in
 :attr:`Corpus.skipped`. Exact byte copies count once, and so do pictures whose 16 x 16 grey
-thumbnails agree exactly (one picture shipped at several sizes or in several folders).
+thumbnails agree exactly (one picture shipped at several sizes or in several folders). The
+sample then keeps no two pictures of one kind with the same aspect ratio (within 5%) whose
+16 x 16 grey thumbnails on white differ by less than :data:`NEAR_DUPLICATE_LEVELS` grey levels
+on average: a flag shipped at two sizes (freeciv's ``karelia`` and ``karelia-large``), a
+sprite in another player's colours (frozen-bubble's ``loose_p1`` and ``loose_rp4``). Such
+pairs would be copies of each other in the corpus and count as false links.
 
 **One icon at several sizes.** Icon themes ship one icon at 16, 22, 24, 32, 48, 64, 256 px.
 The positives keep one size per (theme, icon name): the size nearest 64 px. Whether two sizes
@@ -103,6 +108,8 @@ MAX_SIDE = 1024  # wallpapers, screenshots and drawings are downscaled to this l
 TILE = (384, 288)  # photo tiles: the size of the issue's photo crops
 TILES_PER_PHOTO = 12
 ICON_SIZE = 64  # the icon size kept for positives (the nearest shipped raster size)
+NEAR_DUPLICATE_LEVELS = 8.0  # grey levels (0-255): closer thumbnails are one picture
+FRAME_MIN_CHANGE = 0.05  # consecutive frames count as different when this share of pixels moved
 REDRAWN_MIN_DIFFERENCE = 12.0
 RENDERED_MAX_DIFFERENCE = 6.0
 _VERSION = 1  # bump when the recipe changes: the cached corpus is then rebuilt
@@ -572,7 +579,7 @@ def load_corpus(
     quota = _quotas(pool, n)
     sampled: list[CorpusImage] = []
     for kind in sorted(by_kind):
-        sampled.extend(_round_robin(by_kind[kind], quota[kind], rng))
+        sampled.extend(_round_robin(by_kind[kind], quota[kind], rng, skipped))
     return Corpus(sampled, versions, dict(sorted(skipped.items())), pool, cache_dir)
 
 
@@ -616,7 +623,25 @@ def _quotas(pool: dict[str, int], n: int) -> dict[str, int]:
     return quota
 
 
-def _round_robin(images: list[CorpusImage], count: int, rng: random.Random) -> list[CorpusImage]:
+def _near_duplicate(
+    image: CorpusImage, kept: list[tuple[float, np.ndarray]]
+) -> tuple[bool, tuple[float, np.ndarray]]:
+    """Whether ``image`` is one of ``kept`` at another size or in other colours: the same
+    aspect ratio (within 5%) and 16 x 16 grey thumbnails (on white) within
+    :data:`NEAR_DUPLICATE_LEVELS` on average."""
+    with Image.open(image.file) as opened:
+        key = (opened.width / opened.height, _grey_thumb(opened))
+    for aspect, thumb in kept:
+        if abs(np.log(aspect / key[0])) < 0.05 and np.abs(thumb - key[1]).mean() < (
+            NEAR_DUPLICATE_LEVELS
+        ):
+            return True, key
+    return False, key
+
+
+def _round_robin(
+    images: list[CorpusImage], count: int, rng: random.Random, skipped: Counter[str]
+) -> list[CorpusImage]:
     by_package: dict[str, list[CorpusImage]] = defaultdict(list)
     for image in sorted(images, key=lambda i: i.id):
         by_package[image.package].append(image)
@@ -624,10 +649,17 @@ def _round_robin(images: list[CorpusImage], count: int, rng: random.Random) -> l
         rng.shuffle(group)
     queues = [by_package[p] for p in sorted(by_package)]
     out: list[CorpusImage] = []
+    kept: list[tuple[float, np.ndarray]] = []
     while len(out) < count and any(queues):
         for queue in queues:
             if queue and len(out) < count:
-                out.append(queue.pop())
+                image = queue.pop()
+                duplicate, key = _near_duplicate(image, kept)
+                if duplicate:
+                    skipped["near duplicate of a sampled picture (size, colours)"] += 1
+                    continue
+                kept.append(key)
+                out.append(image)
     return out
 
 
@@ -737,9 +769,20 @@ def _frame_pairs(scanned: list[dict[str, object]]) -> list[tuple[Path, Path]]:
     for key in sorted(frames):
         ordered = sorted(frames[key])
         for (na, a), (nb, b) in zip(ordered[::2], ordered[1::2], strict=False):
-            if nb == na + 1 and a.read_bytes() != b.read_bytes():
+            if nb == na + 1 and _frame_change(a, b) >= FRAME_MIN_CHANGE:
                 pairs.append((a, b))
     return pairs
+
+
+def _frame_change(a: Path, b: Path) -> float:
+    """The share of pixels that differ by more than 24 levels in some channel (alpha included)
+    between two frames of one size; 0 for frames of different sizes (not counted)."""
+    with Image.open(a) as first, Image.open(b) as second:
+        if first.size != second.size:
+            return 0.0
+        x = np.asarray(first.convert("RGBA"), dtype=np.int16)
+        y = np.asarray(second.convert("RGBA"), dtype=np.int16)
+    return float((np.abs(x - y).max(axis=-1) > 24).mean())
 
 
 def _tile_pairs(
