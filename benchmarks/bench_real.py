@@ -551,9 +551,22 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     neg_groups, _ = _audit(neg_train, neg_test, hash_cache, verify=True)
     neg_seconds = time.perf_counter() - t4
     negatives = {}
+    negative_pairs = []
     for kind, kind_pairs in pairs.items():
         linked = sum(neg_groups[a] == neg_groups[b] for a, b in kind_pairs)
         negatives[kind] = {"pairs": len(kind_pairs), "linked": int(linked)}
+        for a, b in kind_pairs:
+            # The share of pixels that differ (24+ levels), for pairs of one size.
+            change = real_corpus._frame_change(Path(a), Path(b))
+            negative_pairs.append(
+                [
+                    kind,
+                    os.path.basename(a),
+                    os.path.basename(b),
+                    bool(neg_groups[a] == neg_groups[b]),
+                    round(change, 4),
+                ]
+            )
     neg_links = _linked_pairs(neg_groups, set(neg_train), set(neg_test))
     false_links += len(neg_links)
     neg_train_set, neg_test_set = set(neg_train), set(neg_test)
@@ -610,6 +623,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "judge_crashes": crashes,
         "hard_negatives": negatives,
         "hard_negative_notes": notes,
+        "hard_negative_pairs": negative_pairs,
         "pair_precision": {
             "true_links": true_links,
             "false_links": false_links,
@@ -752,6 +766,21 @@ def markdown_report(result: dict[str, Any]) -> str:
             f"| {kind} | {value['linked']}/{value['pairs']} "
             f"({_percent(value['linked'], value['pairs']).strip()}%) |"
         )
+    frames = [p for p in result.get("hard_negative_pairs", []) if p[0] == "animation frames"]
+    if frames:
+        lines += [
+            "",
+            "Animation frames linked, by the share of pixels that differ between them:",
+            "",
+            "| pixels changed | pairs linked |",
+            "|---|---:|",
+        ]
+        for low, high in ((0.05, 0.10), (0.10, 0.20), (0.20, 0.40), (0.40, 1.01)):
+            bucket = [p for p in frames if low <= p[4] < high]
+            linked = sum(p[3] for p in bucket)
+            lines.append(
+                f"| {100 * low:.0f}-{min(100, 100 * high):.0f}% | {linked}/{len(bucket)} |"
+            )
     precision = result["pair_precision"]
     lines += [
         "",

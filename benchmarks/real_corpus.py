@@ -14,8 +14,7 @@ Kinds, decided by package, path and size (:data:`SOURCES`):
 * ``icon``: raster icons of an icon theme (one size per icon name, see below);
 * ``sprite``: game graphics whose longer side is at most :data:`SPRITE_SIDE` (one frame per
   animation: numbered files ``walk_0001.png`` ... count once);
-* ``drawing``: larger drawn pictures (game art, constellation drawings, clip art, document
-  illustrations);
+* ``drawing``: larger drawn pictures (game art, constellation drawings, Tux Paint's starters);
 * ``screenshot``: application and game screenshots shipped in documentation;
 * ``wallpaper``: whole wallpapers and backgrounds, downscaled to a longer side of at most
   :data:`MAX_SIDE` (large, mostly smooth pictures);
@@ -30,8 +29,12 @@ thumbnails agree exactly (one picture shipped at several sizes or in several fol
 sample then keeps no two pictures of one kind with the same aspect ratio (within 5%) whose
 16 x 16 grey thumbnails on white differ by less than :data:`NEAR_DUPLICATE_LEVELS` grey levels
 on average: a flag shipped at two sizes (freeciv's ``karelia`` and ``karelia-large``), a
-sprite in another player's colours (frozen-bubble's ``loose_p1`` and ``loose_rp4``). Such
-pairs would be copies of each other in the corpus and count as false links.
+sprite in another player's colours (frozen-bubble's ``loose_p1`` and ``loose_rp4``); nor two
+whose thumbnails correlate at :data:`NEAR_DUPLICATE_CORRELATION` (a texture in another
+palette: pingus' ``darkjungle`` and ``latejungle``). Documentation screenshots count once per
+file name (marble and Tux Paint ship one per language). Such pairs would be copies of each
+other in the corpus and count as false links. ImageMagick's documentation images are not used
+at all: most are edits of one another (``logo``, ``logo-sm-flop``, ``rose-sigmoidal``).
 
 **One icon at several sizes.** Icon themes ship one icon at 16, 22, 24, 32, 48, 64, 256 px.
 The positives keep one size per (theme, icon name): the size nearest 64 px. Whether two sizes
@@ -109,6 +112,7 @@ TILE = (384, 288)  # photo tiles: the size of the issue's photo crops
 TILES_PER_PHOTO = 12
 ICON_SIZE = 64  # the icon size kept for positives (the nearest shipped raster size)
 NEAR_DUPLICATE_LEVELS = 8.0  # grey levels (0-255): closer thumbnails are one picture
+NEAR_DUPLICATE_CORRELATION = 0.95  # thumbnails correlated this well are one picture recoloured
 FRAME_MIN_CHANGE = 0.05  # consecutive frames count as different when this share of pixels moved
 REDRAWN_MIN_DIFFERENCE = 12.0
 RENDERED_MAX_DIFFERENCE = 6.0
@@ -184,12 +188,6 @@ def _docs_rule(member: str, size: tuple[int, int]) -> str | None:
     return "screenshot" if min(size) >= 160 and max(size) >= 320 else None
 
 
-def _imagemagick_rule(member: str, size: tuple[int, int]) -> str | None:
-    if "/images/" not in member or min(size) < 48:
-        return None
-    return "drawing"
-
-
 #: Package -> the rule that names the kind of each of its images (None: not used).
 SOURCES: dict[str, Callable[[str, tuple[int, int]], str | None]] = {
     "adwaita-icon-theme": _icon_rule,
@@ -202,7 +200,6 @@ SOURCES: dict[str, Callable[[str, tuple[int, int]], str | None]] = {
     "chromium-bsu-data": _game_rule,
     "neverball-data": _neverball_rule,
     "tuxpaint-data": _tuxpaint_rule,
-    "imagemagick-6-doc": _imagemagick_rule,
     "kstars-data": _kstars_rule,
     "marble-data": _docs_rule,
     "gnome-user-docs": _docs_rule,
@@ -478,6 +475,9 @@ def _pictures(
             rank = abs(_icon_size(member) - ICON_SIZE)
         elif item["kind"] == "sprite":
             key, rank = ("sprite", package, _animation_key(member)), 0
+        elif item["kind"] == "screenshot":
+            # Documentation ships one screenshot per language: one name counts once.
+            key, rank = ("screenshot", package, Path(member).name), 0
         else:
             key, rank = ("one", package, member), 0
         item["rank"] = rank
@@ -628,13 +628,16 @@ def _near_duplicate(
 ) -> tuple[bool, tuple[float, np.ndarray]]:
     """Whether ``image`` is one of ``kept`` at another size or in other colours: the same
     aspect ratio (within 5%) and 16 x 16 grey thumbnails (on white) within
-    :data:`NEAR_DUPLICATE_LEVELS` on average."""
+    :data:`NEAR_DUPLICATE_LEVELS` on average, or correlated at
+    :data:`NEAR_DUPLICATE_CORRELATION` (one picture under a global colour change)."""
     with Image.open(image.file) as opened:
         key = (opened.width / opened.height, _grey_thumb(opened))
     for aspect, thumb in kept:
-        if abs(np.log(aspect / key[0])) < 0.05 and np.abs(thumb - key[1]).mean() < (
-            NEAR_DUPLICATE_LEVELS
-        ):
+        if abs(np.log(aspect / key[0])) >= 0.05:
+            continue
+        if np.abs(thumb - key[1]).mean() < NEAR_DUPLICATE_LEVELS:
+            return True, key
+        if _correlation(thumb, key[1]) >= NEAR_DUPLICATE_CORRELATION:
             return True, key
     return False, key
 
