@@ -493,6 +493,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     reasons: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     true_links = false_links = 0
     edge_counts: Counter[str] = Counter()
+    false_pictures: Counter[tuple[str, str]] = Counter()
     false_examples: list[tuple[str, str]] = []
     audit_seconds = hashes_seconds = reason_seconds = 0.0
     for r in sorted(rounds):
@@ -518,6 +519,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             else:
                 false_links += 1
                 false_examples.append((a, b))
+                # The corpus pictures behind the link: train picture, the copy's original.
+                false_pictures[(os.path.basename(a), os.path.basename(original_of[b]))] += 1
         for image, edit, path, _ in copies:
             cell = found[(edit, image.kind)]
             cell[0] += 1
@@ -631,6 +634,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             "verified_edges": dict(edge_counts),
             "edge_precision": edge_counts["true"]
             / max(1, edge_counts["true"] + edge_counts["false"]),
+            "distinct_false_picture_pairs": len({tuple(sorted(pair)) for pair in false_pictures}),
+            "false_picture_pairs": [
+                [a, b, count] for (a, b), count in false_pictures.most_common(60)
+            ],
             "false_examples": [
                 [os.path.basename(a), os.path.basename(b)] for a, b in false_examples[:20]
             ],
@@ -787,7 +794,9 @@ def markdown_report(result: dict[str, Any]) -> str:
         f"Pair precision: **{100 * precision['precision']:.2f}%** "
         f"({precision['true_links']} copy-original links, {precision['false_links']} "
         "false links: test images grouped with a train image that is not their original, "
-        "hard-negative links included). Edge precision (the train-test pairs the judge itself "
+        "hard-negative links included); the positives' false links come from "
+        f"{precision['distinct_false_picture_pairs']} distinct pairs of corpus pictures. "
+        "Edge precision (the train-test pairs the judge itself "
         f"linked, before the groups' closure): **{100 * precision['edge_precision']:.2f}%** "
         f"({precision['verified_edges']}).",
         "",

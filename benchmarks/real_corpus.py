@@ -116,7 +116,7 @@ NEAR_DUPLICATE_CORRELATION = 0.95  # thumbnails correlated this well are one pic
 FRAME_MIN_CHANGE = 0.05  # consecutive frames count as different when this share of pixels moved
 REDRAWN_MIN_DIFFERENCE = 12.0
 RENDERED_MAX_DIFFERENCE = 6.0
-_VERSION = 1  # bump when the recipe changes: the cached corpus is then rebuilt
+_VERSION = 2  # bump when the recipe changes: the cached corpus is then rebuilt
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".xpm"}
 
 
