@@ -838,14 +838,10 @@ def hard_negatives(
     rng = random.Random(seed)
     out_dir = cache_dir / f"negatives-v{_VERSION}"
     found: dict[str, list[tuple[Path | Image.Image, Path | Image.Image, str]]] = {}
-    found["emblem variants"] = [
-        (a, b, f"{a.parent.name}/{a.stem}") for a, b in _emblem_pairs(scanned, rng)
-    ]
-    found["animation frames"] = [
-        (a, b, f"{a.parent.name}/{a.stem}") for a, b in _frame_pairs(scanned)
-    ]
+    found["emblem variants"] = _labelled(_emblem_pairs(scanned, rng))
+    found["animation frames"] = _labelled(_frame_pairs(scanned))
     redrawn, rendered, ambiguous = redrawn_icon_pairs(scanned)
-    found["redrawn at another size"] = [(a, b, f"{a.parent.name}/{a.stem}") for a, b, _ in redrawn]
+    found["redrawn at another size"] = _labelled([(a, b) for a, b, _ in redrawn])
     wallpapers = [
         i
         for i in _materialize(
@@ -877,6 +873,17 @@ def hard_negatives(
                 files.append(str(file))
             pairs[kind].append((files[0], files[1]))
     return pairs, notes
+
+
+def _labelled(
+    pairs: list[tuple[Path, Path]],
+) -> list[tuple[Path | Image.Image, Path | Image.Image, str]]:
+    """Each pair with a label for its files: package, folder and name of the first image."""
+
+    def package(path: Path) -> str:
+        return path.parts[path.parts.index("x") + 1] if "x" in path.parts else ""
+
+    return [(a, b, f"{package(a)}/{a.parent.name}/{a.stem}") for a, b in pairs]
 
 
 def _open_rgba(path: Path) -> Image.Image:
