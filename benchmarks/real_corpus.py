@@ -454,6 +454,14 @@ def _downscaled(image: Image.Image) -> Image.Image:
     )
 
 
+def _save_png(image: Image.Image, file: Path) -> None:
+    """Save through a temporary name, so an interrupted run never leaves a truncated file that
+    a later run would take for a built one."""
+    temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+    image.save(temporary, "PNG")
+    os.replace(temporary, file)
+
+
 def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[-120:]
 
@@ -529,7 +537,7 @@ def _materialize(
             file = out_dir / kind / f"{name}.png"
             if not file.exists():
                 file.parent.mkdir(parents=True, exist_ok=True)
-                part.save(file)
+                _save_png(part, file)
             images.append(
                 CorpusImage(
                     name,
@@ -591,7 +599,7 @@ def _photo_tiles(name: str, photo: Image.Image, cache_dir: Path) -> list[CorpusI
         file = out_dir / f"{tile_id}.png"
         if not file.exists():
             file.parent.mkdir(parents=True, exist_ok=True)
-            tile.save(file)
+            _save_png(tile, file)
         out.append(
             CorpusImage(
                 tile_id,
@@ -869,7 +877,7 @@ def hard_negatives(
                 if not file.exists():
                     file.parent.mkdir(parents=True, exist_ok=True)
                     image = picture if isinstance(picture, Image.Image) else _open_rgba(picture)
-                    image.save(file)
+                    _save_png(image, file)
                 files.append(str(file))
             pairs[kind].append((files[0], files[1]))
     return pairs, notes
