@@ -50,6 +50,7 @@ __all__ = [
     "compare_views",
     "correlation",
     "pair_background",
+    "strip_offsets",
 ]
 
 
@@ -585,6 +586,17 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
     return best
 
 
+def strip_offsets(width: int, strip_width: float) -> NDArray[np.float64]:
+    """Left edges of a strip ``strip_width`` wide slid along ``width``, every half pixel.
+
+    The last one is ``width - strip_width`` exactly, so every box ends inside the image
+    (a half-pixel step past it made Pillow refuse the box: a 29 x 20 flag against its
+    transposed copy stopped the audit).
+    """
+    last = max(float(width) - strip_width, 0.0)
+    return np.unique(np.minimum(np.arange(0.0, last + 0.5, 0.5), last))
+
+
 def _strip_verdict(a: View, b: View, side: int, options: VerifyOptions) -> PairVerdict:
     """A strip alignment: one image (``side`` 0 for ``a``) a 9:16 strip of the other.
 
@@ -609,7 +621,7 @@ def _strip_verdict(a: View, b: View, side: int, options: VerifyOptions) -> PairV
     background = pair_background(a, b)
     luma = (flattened(pixels, background) @ LUMA).reshape(height, width)
     lines = triangle_weights(GRID, 0.0, float(height), height) @ luma
-    xs = np.arange(0.0, width - strip_width + 0.5, 0.5)
+    xs = strip_offsets(width, strip_width)
     cols = np.stack([triangle_weights(GRID, x, x + strip_width, width) for x in xs])
     regions = np.matmul(lines[None], cols.transpose(0, 2, 1)).reshape(len(xs), -1)
     regions -= regions.mean(axis=1, keepdims=True)

@@ -230,12 +230,21 @@ def verify_candidates(
     distinct_passed: list[bool] = []
     rejected = unverified = 0
     ran = {"bytes", "pixels"}
+    crashed: list[str] = []
     for (a, b), d in zip(pairs.tolist(), distance.tolist(), strict=True):
         view_a, view_b = views.get(a), views.get(b)
-        if view_a is None or view_b is None:
+        verdict = None
+        if view_a is not None and view_b is not None:
+            try:
+                verdict = compare_views(view_a, view_b, options)
+            except Exception as exc:  # a defect of the judge must not stop the audit
+                crashed.append(
+                    f"{printable(names[a])} ~ {printable(names[b])} ({type(exc).__name__}: {exc})"
+                )
+        if verdict is None or view_a is None or view_b is None:
             # The images cannot be seen again (an in-memory item, a file gone or
-            # unreadable since it was hashed): the hashes alone decide, at the
-            # linking threshold, as without verification.
+            # unreadable since it was hashed), or the judge failed on them: the
+            # hashes alone decide, at the linking threshold, as without verification.
             unverified += 1
             if 0 <= d <= options.link_threshold:
                 ran.add("hash")
@@ -244,7 +253,6 @@ def verify_candidates(
             else:
                 rejected += 1
             continue
-        verdict = compare_views(view_a, view_b, options)
         if options.distinct_pixels and distinct_applies(view_a, view_b, verdict):
             count = distinct_pixel_count(view_a, view_b, verdict.turn, options.distinct_pixels)
             if count >= options.distinct_pixels:
@@ -297,6 +305,14 @@ def verify_candidates(
             )
         else:
             rejected += 1
+    if crashed:
+        warnings.warn(
+            f"{len(crashed)} candidate pair(s) could not be compared (an error in leakaudit's "
+            "verification; please report it); the hashes alone decided them (stage 'hash' in "
+            f"report.edges): {first_few(crashed, len(crashed))}.",
+            UnverifiableImageWarning,
+            stacklevel=4,
+        )
     edges = pd.DataFrame(accepted, columns=[*EDGE_COLUMNS, COPY_KIND])
     edges = edges.astype({"row_a": np.int64, "row_b": np.int64, "strength": float})
     edges["distance"] = edges["distance"].where(edges["distance"] >= 0).astype("Int64")

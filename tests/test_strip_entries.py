@@ -11,12 +11,15 @@ from pathlib import Path
 
 import imagegen
 import numpy as np
+import pytest
 from PIL import Image
 
 import leakaudit
+from leakaudit._verify_judge import strip_offsets
 from leakaudit.cache import hash_sources_cached
 from leakaudit.hashing import (
     N_EXTRA_ENTRIES,
+    STRIP_ASPECT,
     STRIP_GROUP,
     EntryKind,
     entry_kinds,
@@ -136,3 +139,16 @@ def test_strips_of_a_smooth_picture_are_not_linked(tmp_path: Path) -> None:
         }
     )
     assert linked == set()
+
+
+@pytest.mark.parametrize("height", range(8, 49))
+def test_every_strip_box_ends_inside_the_image(height: int) -> None:
+    # A 29 x 20 flag against its transposed copy once stopped the audit: a strip 11.25 px
+    # wide slid in half-pixel steps reached x0 = 18.0, past 29 - 11.25 (Pillow refused the box).
+    for width in range(height, 4 * height + 1):
+        strip_width = min(float(width), STRIP_ASPECT * height)
+        offsets = strip_offsets(width, strip_width)
+        assert offsets[0] == 0.0
+        assert offsets[-1] == pytest.approx(width - strip_width)
+        assert np.all(offsets + strip_width <= width)
+        assert np.all(np.diff(offsets) > 0) and np.all(np.diff(offsets) <= 0.5)

@@ -730,3 +730,34 @@ def test_recoloured_icons_stay_apart(tmp_path: Path) -> None:
     grey = Image.merge("RGBA", (*_grey(original).split(), original.getchannel("A")))
     assert not _verdict(_png(original), _png(grey)).accepted
     assert not _linked(tmp_path, _png(original), _png(swapped), suffix=".png")
+
+
+def test_a_pair_the_judge_fails_on_is_decided_by_its_hashes_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One pair the judge raises on (a 29 x 20 flag against its transposed WebP once did)
+    # must not stop an audit of thousands: it is decided as an unverifiable pair is, by
+    # its hashes alone, and named in one warning.
+    import leakaudit._verify_stage as stage
+    from leakaudit.verify import UnverifiableImageWarning
+
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+    picture = textured_photo(5)
+    picture.save(tmp_path / "train" / "a.png")
+    picture.save(tmp_path / "test" / "a_copy.jpg", quality=95)
+    textured_photo(9).save(tmp_path / "test" / "other.png")
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise ValueError("box can't exceed original image size")
+
+    monkeypatch.setattr(stage, "compare_views", broken)
+    with pytest.warns(UnverifiableImageWarning, match=r"could not be compared") as record:
+        report = leakaudit.audit_splits(
+            {"train": tmp_path / "train", "test": tmp_path / "test"}, cache=False
+        )
+    message = " ".join(str(w.message) for w in record)
+    assert "a_copy.jpg" in message and "box can't exceed" in message
+    assert report.n_leaked_groups == 1
+    leaked = report.table[report.table["group_id"].duplicated(keep=False)]
+    assert sorted(Path(p).name for p in leaked["path"]) == ["a.png", "a_copy.jpg"]
