@@ -6,11 +6,13 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit._colour_map import mapped_colours
 from leakaudit._registration import MIN_DETAIL, fine_detail, registered_overlap, registered_overlaps
 from leakaudit._verify_candidates import (
     AS_IS,
@@ -45,7 +47,6 @@ from leakaudit.hashing import (
 
 __all__ = [
     "PairVerdict",
-    "channel_gain",
     "colour_change",
     "compare_views",
     "correlation",
@@ -288,35 +289,6 @@ def _index_in_kind(kinds: NDArray[np.int8], position: int) -> int:
 _CHANGED_LEVEL = 48.0
 
 
-def _changed_share(
-    rgb_a: NDArray[np.float32],
-    rgb_b: NDArray[np.float32],
-    weight: NDArray[np.float32] | None = None,
-) -> float:
-    """Share of pixels that differ beyond a global gain and offset per channel.
-
-    A re-encode, a resize or a photometric edit changes few pixels this way; a
-    sprite in another pose or a different character in the same pose changes its
-    limbs, face or clothes: a tenth of the picture or more. With ``weight`` (the
-    foreground, :func:`_foreground_weight`) the share is of the weighted pixels.
-    """
-    x = rgb_a - rgb_a.mean(axis=0)
-    y = rgb_b - rgb_b.mean(axis=0)
-    changed = np.abs(y - channel_gain(x, y) * x).max(axis=1) > _CHANGED_LEVEL
-    if weight is None:
-        return float(np.mean(changed))
-    return float((changed * weight).sum() / weight.sum())
-
-
-def channel_gain(x: NDArray[np.float32], y: NDArray[np.float32]) -> NDArray[np.float32]:
-    """Per channel, the gain (0.5-2) that best maps the zero-mean pixels ``x`` onto ``y``
-    (least squares; 1 for a flat channel)."""
-    variance = (x * x).mean(axis=0)
-    gain = np.where(variance > 1.0, (x * y).mean(axis=0) / np.maximum(variance, 1.0), 1.0)
-    clipped: NDArray[np.float32] = np.clip(gain, 0.5, 2.0)
-    return clipped
-
-
 #: A pixel is foreground when it is this far from the pair's background colour
 #: in some channel (transparent pixels are flattened onto that colour). Came with the
 #: figure limits of RESULTS §10 session 5 (generated closure); not measured on its own.
@@ -325,14 +297,6 @@ _FOREGROUND_LEVEL = 24.0
 #: would make a few pixels of JPEG noise look like a large change. RESULTS §10 session 5
 #: ("lifting the total to at least 40% of the grid"; generated closure, not varied).
 _MIN_FOREGROUND = 0.4
-#: The saturation gains allowed before comparing colours: a photo's saturation
-#: edit (up to 2x), and the figure of a graphic on a background (up to 1.3x: its
-#: brightness and contrast edits scale its chroma a little; a palette swap turns it).
-#: RESULTS §10 session 5 table (figure at 1.3x, 2x and none: 1.3x the best precision at
-#: photometric 98.2%; generated closure). 2.0 is §10 "Verification"'s saturation gain for
-#: photos, now used only for drawn photos (§15). Generated data only.
-_PHOTO_SATURATION = 2.0
-_FIGURE_SATURATION = 1.3
 
 
 def _foreground_weight(
@@ -388,109 +352,10 @@ def _chroma_difference(
     return float((difference * weight).sum() / weight.sum())
 
 
-#: A grid pixel is flat when its luma differs from each of its 4 neighbours' by less
-#: than this (0-255), and an image is drawn when at least this share of its whole grid
-#: (opaque pixels flattened onto white) is flat. Luma, so that a grey copy is as flat as
-#: its original. Measured on opaque graphics' grids: 1,200 CIFAR-10 train photos
-#: (airplane, automobile, cat) 0.01 (median), 0.24 (95th percentile), 0.44 (99th);
-#: bench_closure's icons and their copies 0.54 (median), 0.23 (10th percentile); its
-#: sprites and copies 0.54 (median), 0.41 (5th percentile); its 32 px photos 0.02
-#: (median), 0.31 (99th). RESULTS §15 (real: CIFAR-10; and the generated closure).
-_FLAT_LEVEL = 2.0
-_DRAWN_SHARE = 0.4
-
-
-def _flat_share(grid: NDArray[np.float32]) -> float:
-    """Share of a grid's pixels whose luma matches all their neighbours' (:data:`_FLAT_LEVEL`)."""
-    luma = (flattened(grid, np.full(3, 255.0, np.float32)) @ LUMA).reshape(grid.shape[:2])
-    across = np.abs(np.diff(luma, axis=1)) < _FLAT_LEVEL
-    down = np.abs(np.diff(luma, axis=0)) < _FLAT_LEVEL
-    flat = np.ones(luma.shape, dtype=bool)
-    flat[:, :-1] &= across
-    flat[:, 1:] &= across
-    flat[:-1] &= down
-    flat[1:] &= down
-    return float(flat.mean())
-
-
-def _drawn(a: View, b: View, weight: NDArray[np.float32] | None) -> bool:
-    """Whether a pair is judged on its colours as they are: one image is drawn.
-
-    A drawn image is a figure on a transparent or plain background (``weight``,
-    :func:`_foreground_weight`, or a uniform border that was trimmed) or a picture
-    made of flat regions (:data:`_DRAWN_SHARE`, on the whole image, whatever the
-    alignment), at any size. Look-alike drawings differ by palette alone (icons of
-    one template recoloured, sprites in another palette), and a colour map between a
-    few flat colours explains any palette swap, so there colour is compared as it is
-    (:func:`_chroma_difference`). A low-detail photo (a blurred object on a flat
-    ground) counts as drawn too: its structure says little, so its colour keeps its
-    say.
-    """
-    if weight is not None or a.has_alpha or b.has_alpha:
-        return True
-    if a.full_grid is not None or b.full_grid is not None:
-        return True
-    return _flat(a, b)
-
-
-def _flat(a: View, b: View) -> bool:
-    """Whether one image of a pair is made of flat regions (:data:`_DRAWN_SHARE`)."""
-    return max(_flat_share(a.grid), _flat_share(b.grid)) >= _DRAWN_SHARE
-
-
-#: A lossy image at least this large on its shorter side is a photo, however flat its
-#: grid (a rocket on a plain sky, the moon on black): measured with ``bench_quality.py
-#: --failures`` on crops of real photographs, 400 x 300 JPEG, whose grey, sepia and
-#: channel-gain copies were vetoed by colour as drawn (21 of 24 sepia copies found). The
-#: closure's drawn images (icons, sprites) are at most 128 px or stored losslessly.
-#: Recorded in commit 7c44354 (sepia 21 -> 24 of 24, grey 23 -> 24, channel gain 22 -> 23),
-#: not yet in RESULTS; real photo content with generated edits.
-_LOSSY_PHOTO_SIDE = 256
-
-
-def _recoloured_photo(
-    a: View, b: View, rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32], limit: float
-) -> float | None:
-    """The colour residual of what may be a recoloured copy of a flat photo, or None.
-
-    Two large lossy photos drawn only by their flatness (a plain sky, a black ground)
-    whose colours differ beyond ``limit`` but by a global colour edit (a grey, toned or
-    channel-scaled copy). Such a pair links only when, besides, its fine detail agrees
-    (:func:`_detail_agrees`, asked by the caller once the rest of the check accepts,
-    as it costs a registration): tiles of one smooth picture, or two smooth pictures,
-    hold no detail that agrees, and keep colour's veto.
-    """
-    if a.lossless or b.lossless or min(a.native_side, b.native_side) < _LOSSY_PHOTO_SIDE:
-        return None
-    residual = _recolour_difference(rgb_a, rgb_b)
-    return None if residual > limit else residual
-
-
-def _detail_agrees(a: View, b: View) -> bool:
-    """Whether two photos matched whole agree in fine detail (:func:`_fine_detail_agreement`)."""
-    detail = _fine_detail_agreement(a, b, 0)
-    return detail is not None and detail >= _MIN_DETAIL_COVERAGE
-
-
-def _recolour_difference(rgb_a: NDArray[np.float32], rgb_b: NDArray[np.float32]) -> float:
-    """Mean chroma difference (Cb and Cr) left after the best global colour map.
-
-    The decision rule for pictures: structure decides; colour vetoes only what no
-    global colour edit explains. A grey, toned (sepia), channel-scaled, saturated or
-    white-balanced copy is an affine map of the original's RGB (a grey original maps
-    onto its colour copy's luma the other way round), so the map is fitted (least
-    squares, 3 x 3 and an offset) both ways and the smaller residual counts. Two
-    different pictures, or one misaligned on another (a crop of other content), leave
-    chroma no global map explains.
-    """
-    residuals = []
-    ones = np.ones((rgb_a.shape[0], 1), dtype=np.float32)
-    for x, y in ((rgb_a, rgb_b), (rgb_b, rgb_a)):
-        design = np.concatenate([x, ones], axis=1)
-        coef = np.linalg.lstsq(design, y, rcond=None)[0]
-        rest = y - design @ coef
-        residuals.append(float((np.abs(rest @ CB) + np.abs(rest @ CR)).mean()))
-    return min(residuals)
+def _weighted_mean(values: NDArray[Any], weight: NDArray[np.float32] | None) -> float:
+    if weight is None:
+        return float(np.mean(values))
+    return float((values * weight).sum() / weight.sum())
 
 
 def _luma_column(rgb: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -647,6 +512,10 @@ def _strip_verdict(a: View, b: View, side: int, options: VerifyOptions) -> PairV
         return dataclasses.replace(verdict, detail=detail)
     if detail is None:
         return _rejected_by_detail(verdict, math.nan, "strip: too small for the fine-detail rule")
+    if math.isnan(detail):
+        # A strip slides freely along the picture: with no detail to pin it, the
+        # coarse fit is no evidence (tiles of one smooth picture fit anywhere).
+        return _rejected_by_detail(verdict, detail, "coarse layout only: no detail to align on")
     return _rejected_by_detail(verdict, detail)
 
 
@@ -668,7 +537,8 @@ def _strip_detail(
     pair = np.stack(
         [np.asarray(g.resize((side, side), Image.Resampling.BILINEAR), np.float32) for g in greys]
     )
-    return max(_detail_coverage(pair[0], pair[1]), _detail_coverage(pair[1], pair[0]))
+    both = [_detail_coverage(pair[0], pair[1]), _detail_coverage(pair[1], pair[0])]
+    return max((c for c in both if not math.isnan(c)), default=math.nan)
 
 
 #: The smallest side at which a strip match's fine detail is compared (else it is not
@@ -705,7 +575,9 @@ def _whole_verdict(
     # picture). A whole match after trimming a padding is not a partial one: a padded
     # copy of a smooth photo is a copy (with the rule, padded JPEG copies of low-texture
     # pictures failed at Pillow 10.4 by a block or two).
-    return _with_detail(verdict, a, b) if code != 0 else _recoloured_layout(verdict, a, b)
+    if code != 0:
+        return _with_detail(verdict, a, b, free=False)
+    return _recoloured_layout(verdict, a, b)
 
 
 #: Least structure score of a whole match of two photos whose colours only a global
@@ -729,7 +601,7 @@ def _recoloured_layout(verdict: PairVerdict, a: View, b: View) -> PairVerdict:
     ):
         return verdict
     detail = _fine_detail_agreement(a, b, verdict.turn)
-    if detail is None or detail >= _MIN_DETAIL_COVERAGE:
+    if detail is None or math.isnan(detail) or detail >= _MIN_DETAIL_COVERAGE:
         return verdict
     return _rejected_by_detail(
         verdict, detail, f"recoloured layout only: fine detail differs ({detail:.2f})"
@@ -802,7 +674,8 @@ def _fine_detail_agreement(
     pair = np.stack(
         [np.asarray(g.resize((side, side), Image.Resampling.BILINEAR), np.float32) for g in greys]
     )
-    return max(_detail_coverage(pair[0], pair[1]), _detail_coverage(pair[1], pair[0]))
+    both = [_detail_coverage(pair[0], pair[1]), _detail_coverage(pair[1], pair[0])]
+    return max((c for c in both if not math.isnan(c)), default=math.nan)
 
 
 #: The fine-detail rule's blocks: the registered overlap is cut into this many blocks per
@@ -853,17 +726,25 @@ def _block_coverage(
             inside = mask[cell]
             if inside.mean() < 0.5:
                 continue
-            total += 1
             x, y = detail_a[cell][inside], detail_b[cell][inside]
             x, y = x - x.mean(), y - y.mean()
-            energy = min(float(x @ x), float(y @ y)) / x.size
+            if min(float(x @ x), float(y @ y)) / x.size < _DETAIL_LEVEL**2:
+                # Detail counts only where both images hold some: a block flat in
+                # either says nothing either way.
+                continue
+            total += 1
             norm = math.sqrt(float(x @ x) * float(y @ y))
-            agree += energy >= _DETAIL_LEVEL**2 and float(x @ y) / norm >= MIN_DETAIL
-    return agree / total if total else 0.0
+            agree += float(x @ y) / norm >= MIN_DETAIL
+    return agree / total if total else math.nan
 
 
 def _with_detail(
-    verdict: PairVerdict, a: View, b: View, rotated: tuple[int, float] | None = None
+    verdict: PairVerdict,
+    a: View,
+    b: View,
+    rotated: tuple[int, float] | None = None,
+    *,
+    free: bool = True,
 ) -> PairVerdict:
     """An accepted partial or turned verdict, rejected when its fine detail disagrees
     (:func:`_fine_detail_agreement`, :data:`leakaudit._registration.MIN_DETAIL`)."""
@@ -872,6 +753,15 @@ def _with_detail(
     detail = _fine_detail_agreement(a, b, verdict.turn, rotated)
     if detail is None:
         return verdict
+    if math.isnan(detail):
+        # No block holds detail above the noise floor in both images. A whole turn has
+        # no free offset: it is judged on what the pair has (the grid), not rejected for
+        # lacking detail. A partial alignment (a crop, a strip, a rotation, two content
+        # boxes) was slid to where the coarse layout fits best, which any smooth picture
+        # allows anywhere: with no detail to pin it, the fit is no evidence.
+        if not free:
+            return verdict
+        return _rejected_by_detail(verdict, detail, "coarse layout only: no detail to align on")
     if detail < _MIN_DETAIL_COVERAGE:
         return _rejected_by_detail(verdict, detail)
     if _symmetric_detail(a, b, detail):
@@ -954,8 +844,11 @@ def _self_turn_detail(view: View) -> float | None:
     )
     firsts = np.broadcast_to(first, turned.shape)
     aligned, masks = registered_overlaps(np.ascontiguousarray(firsts), turned)
-    best = max(_block_coverage(first, aligned[k], masks[k]) for k in range(len(turned)))
+    coverages = [_block_coverage(first, aligned[k], masks[k]) for k in range(len(turned))]
+    best = max((c for c in coverages if not math.isnan(c)), default=-1.0)
     view.self_turn_detail = best
+    if best < 0:
+        return None
     return best
 
 
@@ -996,55 +889,25 @@ def _compare_grids(
     graphic = a.graphic or b.graphic
     weight = _foreground_weight(rgb_a, rgb_b, pair_background(a, b)) if graphic else None
     limits = _Limits.of(options, graphic, changed_factor, figure=weight is not None)
+    # One rule for every image: a global colour map (grey, toned, channel-swapped or
+    # -scaled, brighter, more contrast) never vetoes; what no global map explains does.
+    fitted, target = mapped_colours(rgb_a, rgb_b, weight)
+    similarity = max(similarity, correlation(fitted @ LUMA, target @ LUMA))
     if similarity < min(limits.geometry_correlation, limits.min_correlation):
         # Rejected whatever the colours and silhouettes say: spare their cost.
         return PairVerdict(
             False, "pixels", similarity, math.nan, reason=f"structure differs ({similarity:.2f})"
         )
-    if not graphic:
-        saturation: float | None = _PHOTO_SATURATION
-    elif weight is not None:
-        saturation = _FIGURE_SATURATION
-    else:
-        # A flat graphic's palette can differ from another's by saturation alone.
-        saturation = None
-    drawn = _drawn(a, b, weight)
-    raw_chroma: float | None = None
-    if drawn:
-        chroma = _chroma_difference(rgb_a, rgb_b, saturation=saturation, weight=weight)
-        if (
-            chroma > limits.max_chroma_difference
-            and weight is None
-            and not (a.has_alpha or b.has_alpha)
-            and a.full_grid is None
-            and b.full_grid is None
-        ):
-            residual = _recoloured_photo(a, b, rgb_a, rgb_b, limits.max_chroma_difference)
-            if residual is not None:
-                raw_chroma, chroma, drawn = chroma, residual, False
-    else:
-        # A picture: colour vetoes only what no global colour edit explains.
-        chroma = _recolour_difference(rgb_a, rgb_b)
+    residual = target - fitted
+    chroma = _weighted_mean(np.abs(residual @ CB) + np.abs(residual @ CR), weight)
     iou = math.nan
     if a.has_alpha and b.has_alpha:
         mask_a = grid_a[..., 3] > 127.5
         mask_b = grid_b[..., 3] > 127.5
         union = np.count_nonzero(mask_a | mask_b)
         iou = np.count_nonzero(mask_a & mask_b) / union if union else 1.0
-    changed = math.nan  # not needed where silhouettes or colours already reject
-    if not (iou < limits.min_silhouette or chroma > limits.max_chroma_difference):
-        # A picture's changed pixels are counted on luma: a grey copy's channels are
-        # not a gain and offset of the original's.
-        changed = (
-            _changed_share(rgb_a, rgb_b, weight)
-            if drawn
-            else _changed_share(_luma_column(rgb_a), _luma_column(rgb_b), weight)
-        )
+    changed = _weighted_mean(np.abs(residual).max(axis=1) > _CHANGED_LEVEL, weight)
     accepted, stage, reason = _decide(similarity, chroma, iou, changed, limits)
-    if raw_chroma is not None and not (accepted and _detail_agrees(a, b)):
-        # A recoloured flat photo links on agreeing detail only; else colour vetoes.
-        chroma = raw_chroma
-        accepted, stage, reason = _decide(similarity, chroma, iou, math.nan, limits)
     if stage == "open" and graphic:
         # Local features on a flat or transparent graphic match its outline, which
         # look-alike sprites and icons share: the pixel check decides those alone.

@@ -6,7 +6,8 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from leakaudit._verify_judge import PairVerdict, channel_gain, correlation, pair_background
+from leakaudit._colour_map import mapped_colours
+from leakaudit._verify_judge import PairVerdict, correlation, pair_background
 from leakaudit._verify_options import DISTINCT_MIN_SIDE
 from leakaudit._verify_view import LUMA, VIEW_SIDE, View, flattened, turned_grid
 
@@ -119,7 +120,7 @@ def _native_rgba(view: View, side: int) -> NDArray[np.float32]:
     pixels when it is small (exactly them at its own size)."""
     image = view.native if view.native is not None else view.rgba
     if image.size != (side, side):
-        image = image.resize((side, side), Image.Resampling.BOX)
+        image = image.resize((side, side), Image.Resampling.BILINEAR)
     rgba: NDArray[np.float32] = np.asarray(image, dtype=np.float32)
     return rgba
 
@@ -131,10 +132,14 @@ def _strong_differences(
     neighbourhood (either way) after a gain and offset per channel."""
     if np.count_nonzero(use) < 16:
         use = np.ones_like(use)
-    x, y = first[use], second[use]
-    x_mean, y_mean = x.mean(axis=0), y.mean(axis=0)
-    matched = (second - y_mean) * channel_gain(y - y_mean, x - x_mean) + x_mean
-    off = np.maximum(_off_every_neighbour(first, matched), _off_every_neighbour(matched, first))
+    # The best global colour map of the family (leakaudit._colour_map), fitted on the
+    # pixels used, applied to all (a grey or channel-swapped copy is a copy).
+    first_used, second_used = first[use], second[use]
+    fitted, target_used = mapped_colours(first_used, second_used)
+    swapped = target_used is first_used
+    source, target = (second, first) if swapped else (first, second)
+    matched = _applied(source[use], fitted, source)
+    off = np.maximum(_off_every_neighbour(target, matched), _off_every_neighbour(matched, target))
     return int(np.count_nonzero((off > _DISTINCT_LEVEL) & use))
 
 
@@ -151,3 +156,16 @@ def _off_every_neighbour(
             distance = np.abs(image - padded[dy : dy + height, dx : dx + width]).max(axis=2)
             np.minimum(best, distance, out=best)
     return best
+
+
+def _applied(
+    used: NDArray[np.float32], fitted: NDArray[np.float32], image: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """The colour map that took ``used`` (pixels of ``image``) to ``fitted``, applied to the
+    whole ``image``: an affine map of the pixels' colours, refitted by least squares (every
+    member of the family is affine in the colours)."""
+    design = np.concatenate([used, np.ones((len(used), 1), np.float32)], axis=1)
+    coef = np.linalg.lstsq(design, fitted, rcond=None)[0]
+    whole = np.concatenate([image, np.ones((*image.shape[:2], 1), np.float32)], axis=2)
+    mapped: NDArray[np.float32] = (whole @ coef).astype(np.float32)
+    return mapped

@@ -210,7 +210,7 @@ def _fringe_masked(pixels: NDArray[np.uint8], mask: NDArray[np.bool_]) -> NDArra
 
 def _view_and_grid(region: Image.Image) -> tuple[Image.Image, NDArray[np.float32]]:
     """A region's 48 x 48 view and its comparison grid (the one way both are made)."""
-    small = region.resize((VIEW_SIDE, VIEW_SIDE), Image.Resampling.BOX)
+    small = region.resize((VIEW_SIDE, VIEW_SIDE), Image.Resampling.BILINEAR)
     grid = np.asarray(small.resize((GRID, GRID), Image.Resampling.BILINEAR), dtype=np.float32)
     return small, grid
 
@@ -282,13 +282,13 @@ def load_view(
     if not graphic:
         grey_image = flatten_rgba(region, options.background)
         if max(grey_image.size) > _GEOMETRY_SIDE:
-            grey_image.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BOX)
+            grey_image.thumbnail((_GEOMETRY_SIDE, _GEOMETRY_SIDE), Image.Resampling.BILINEAR)
         geometry_grey = np.asarray(grey_image, dtype=np.uint8)
     strip_rgba, strip_grey = _strip_images(region, options, graphic)
     regions: dict[tuple[int, int], NDArray[np.float32]] = {}
     if content is not None:
         regions[(CONTENT, 0)] = np.asarray(
-            rgba.resize((GRID, GRID), Image.Resampling.BOX, box=content), dtype=np.float32
+            rgba.resize((GRID, GRID), Image.Resampling.BILINEAR, box=content), dtype=np.float32
         )
     return View(
         regions=regions,
@@ -312,7 +312,7 @@ def load_view(
         full_grid=(
             None
             if box == (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
-            else np.asarray(rgba.resize((GRID, GRID), Image.Resampling.BOX), dtype=np.float32)
+            else np.asarray(rgba.resize((GRID, GRID), Image.Resampling.BILINEAR), dtype=np.float32)
         ),
     )
 
@@ -330,7 +330,7 @@ def _strip_images(
     def at_short_side(image: Image.Image, side: int) -> Image.Image:
         scale = min(1.0, side / short)
         size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        return image if size == image.size else image.resize(size, Image.Resampling.BOX)
+        return image if size == image.size else image.resize(size, Image.Resampling.BILINEAR)
 
     rgba = at_short_side(region, VIEW_SIDE)
     if graphic:

@@ -119,7 +119,8 @@ def _check(
 
 
 @pytest.mark.xfail(
-    strict=False, reason="issue 36: today's judge rejects 15.9% of turned copies here"
+    strict=False,
+    reason="issue 36: the judge rejects 1.8% of turned copies here (15.9% before the colour map)",
 )
 def test_turned_reencoded_copy_is_accepted(corpus: list[tuple[str, Image.Image]]) -> None:
     """verdict(a, T(a)) accepts for each of the 8 turns T, re-encoded as JPEG q50-95, PNG or
@@ -133,9 +134,6 @@ def test_turned_reencoded_copy_is_accepted(corpus: list[tuple[str, Image.Image]]
     _check(corpus, "turned copies accepted", case)
 
 
-@pytest.mark.xfail(
-    strict=False, reason="issue 36: today's judge is not equivariant to turns (0.6% here)"
-)
 def test_verdict_is_equivariant_to_turns(corpus: list[tuple[str, Image.Image]]) -> None:
     """verdict(T(a), T(b)) == verdict(a, b), for pairs of a copy (b an edit of a) and of two
     pictures of one package (its neighbour in the corpus)."""
@@ -159,7 +157,9 @@ def test_verdict_is_equivariant_to_turns(corpus: list[tuple[str, Image.Image]]) 
     _check(corpus, "equivariance to turns", case)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 36: colour vetoes 19.4% of copies whose luma agrees")
+@pytest.mark.xfail(
+    strict=False, reason="issue 36: 5.9% of recoloured copies still rejected (19.4% before)"
+)
 def test_global_colour_change_never_vetoes(corpus: list[tuple[str, Image.Image]]) -> None:
     """If verdict(a, b) accepts (b: a JPEG q90 copy of a), verdict(a, c(b)) accepts for a global
     colour change c that keeps the picture (one c per image, seeded)."""
@@ -179,7 +179,7 @@ def test_global_colour_change_never_vetoes(corpus: list[tuple[str, Image.Image]]
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 36: today's judge rejects 11.2% of resized, padded or shifted copies",
+    reason="issue 36: the judge rejects 4.1% of resized, padded or shifted copies (11.2% before)",
 )
 def test_resized_padded_shifted_copy_is_accepted(corpus: list[tuple[str, Image.Image]]) -> None:
     """A copy resized 0.5-2x, padded, letterboxed or shifted 1-3 px is accepted (one edit per
@@ -210,3 +210,34 @@ def test_corpus_covers_every_ci_kind(corpus: list[tuple[str, Image.Image]]) -> N
     for label, image in corpus:
         assert min(image.size) >= 8, label
         assert np.ptp(np.asarray(image.convert("L"))) >= 16, label
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "issue 36: the views of 43.5% of these images are not exactly turn-equivariant "
+        "(the decode's reduction by an integer factor and the trim are not symmetric); the "
+        "symmetric resize fixed the 48 px view itself"
+    ),
+)
+def test_views_are_equivariant_to_turns(corpus: list[tuple[str, Image.Image]]) -> None:
+    """The judge's view of a turned image is the view of the image, turned (to within a
+    grey level): the resampling is symmetric. A box filter was not (its half-pixel ties
+    fall to one side), and a mirrored 32 px icon's grid differed from its original's
+    mirrored by up to 255 levels, so the judge lost plain mirrors (issue 36)."""
+    from leakaudit._verify_view import turned_grid
+    from leakaudit.verify import load_view
+
+    def case(label: str, image: Image.Image, rng: random.Random) -> str | None:
+        turn = rng.choice(TURNS[1:])
+        plain = load_view(image, "a").grid
+        turned = load_view(_turned(image, turn), "b").grid
+        error = min(
+            float(np.abs(turned_grid(turned, code) - plain).max())
+            if turned_grid(turned, code).shape == plain.shape
+            else np.inf
+            for code in range(8)
+        )
+        return None if error <= 1.0 else f"turn {turn}: grids differ by {error:.0f} levels"
+
+    _check(corpus, "views equivariant to turns", case)

@@ -77,12 +77,18 @@ def sprite(body: tuple[int, int, int], pose: int, design: int = 0, size: int = 6
     return image
 
 
-def folder_icon(colour: tuple[int, int, int], size: int = 48) -> Image.Image:
+def folder_icon(
+    colour: tuple[int, int, int], size: int = 48, emblem: tuple[int, int, int] | None = None
+) -> Image.Image:
+    """A folder in ``colour``, with a round emblem in ``emblem``'s colour when given (a
+    part of the icon in another colour: what a global colour map cannot explain)."""
     image = Image.new("RGBA", (size, size), (0, 0, 0, 0))
     draw = ImageDraw.Draw(image)
     s = size / 48
     draw.rectangle([4 * s, 12 * s, 44 * s, 40 * s], fill=(*colour, 255), outline=(30, 30, 30, 255))
     draw.rectangle([4 * s, 8 * s, 20 * s, 14 * s], fill=(*colour, 255), outline=(30, 30, 30, 255))
+    if emblem is not None:
+        draw.ellipse([16 * s, 18 * s, 32 * s, 34 * s], fill=(*emblem, 255))
     return image
 
 
@@ -129,13 +135,20 @@ def test_byte_identical_files_link_at_once() -> None:
     assert verdict.accepted and verdict.stage == "bytes" and verdict.strength == 1.0
 
 
-def test_recoloured_icon_is_rejected_and_its_copy_accepted() -> None:
+def test_recoloured_icon_is_a_copy_and_an_icon_with_another_part_is_not() -> None:
+    # Issue 36: a global colour change that keeps the picture (here the folder's colour
+    # turned: a channel order and gains) is a copy, for icons too; a part in another
+    # colour (an emblem) is what no global map explains.
     blue = folder_icon((40, 90, 220), 128)
     red = folder_icon((220, 60, 40), 128)
-    rejected = _verdict(_png(blue), _png(red))
-    assert not rejected.accepted
-    assert "colours differ" in rejected.reason
+    assert _verdict(_png(blue), _png(red)).accepted
     assert _verdict(_png(blue), _jpeg(blue, 90)).accepted  # flattened onto white, re-encoded
+    for emblem in ((240, 200, 40), (40, 90, 220)):
+        with_emblem = folder_icon(
+            (40, 90, 220) if emblem != (40, 90, 220) else (220, 60, 40), 128, emblem
+        )
+        rejected = _verdict(_png(blue), _png(with_emblem))
+        assert not rejected.accepted, emblem
 
 
 def test_different_sprite_in_the_same_pose_is_rejected() -> None:
@@ -372,9 +385,9 @@ def _planted(tmp_path: Path) -> tuple[list[str], list[str]]:
         copy.write_bytes(_jpeg(_crop(image, 0.9, 0.3, 0.7), 70) if seed % 2 else _jpeg(image, 60))
         paths.append(str(copy))
         splits.append("test")
-    for k, colour in enumerate([(40, 90, 220), (220, 60, 40), (60, 200, 60)]):
+    for k, emblem in enumerate([None, (240, 200, 40), (230, 40, 40)]):
         icon_path = tmp_path / f"icon_{k}.png"
-        icon_path.write_bytes(_png(folder_icon(colour, 128)))
+        icon_path.write_bytes(_png(folder_icon((40, 90, 220), 128, emblem)))
         paths.append(str(icon_path))
         splits.append("train" if k == 0 else "test")
     return paths, splits
@@ -418,7 +431,7 @@ def test_verification_rejects_candidates_and_keeps_the_copies(tmp_path: Path) ->
     for seed in range(6):  # every planted copy joins its original
         assert labels[2 * seed] == labels[2 * seed + 1]
     icons = labels[-3:]
-    assert len(set(icons.tolist())) == 3  # recoloured icons stay apart
+    assert len(set(icons.tolist())) == 3  # icons with other emblems stay apart
     assert verified.n_candidates >= len(verified.edges)
 
 
@@ -716,20 +729,20 @@ def test_two_different_photos_are_not_linked_whatever_their_colours(
     assert not _linked(tmp_path, _jpeg(first), _jpeg(other))
 
 
-def test_recoloured_icons_stay_apart(tmp_path: Path) -> None:
-    """Colour still tells a drawn graphic (a figure on transparency) from its
-    recolouring, and from an icon with another interior: icons of one template differ
-    by palette alone, so a palette swap, even to grey, is another icon."""
+def test_recoloured_icons_are_copies_and_other_interiors_are_not(tmp_path: Path) -> None:
+    """Issue 36: a global colour change (a channel swap, grey with the alpha kept) keeps
+    the picture, so it is a copy for a drawn graphic too; an icon of the same template
+    with another interior is not."""
     from imagegen import icon
 
     original = icon(5, 7)
     rgba = np.asarray(original)
-    swapped = Image.fromarray(rgba[..., [2, 0, 1, 3]])  # the interior's colours turned
-    assert not _verdict(_png(original), _png(swapped)).accepted
+    swapped = Image.fromarray(rgba[..., [2, 0, 1, 3]])  # the channels in another order
+    assert _verdict(_png(original), _png(swapped)).accepted
     assert not _verdict(_png(original), _png(icon(5, 8))).accepted
     grey = Image.merge("RGBA", (*_grey(original).split(), original.getchannel("A")))
-    assert not _verdict(_png(original), _png(grey)).accepted
-    assert not _linked(tmp_path, _png(original), _png(swapped), suffix=".png")
+    assert _verdict(_png(original), _png(grey)).accepted
+    assert _linked(tmp_path, _png(original), _png(swapped), suffix=".png")
 
 
 def test_a_pair_the_judge_fails_on_is_decided_by_its_hashes_and_named(
