@@ -7,7 +7,8 @@ model that memorises. The script trains it on ROOT/train (numpy only: no torch),
 ROOT/test and writes a predictions table (``path,label,prediction``) that
 ``leakaudit impact`` scores against a report of the same folders.
 
-On the demo dataset (its two classes are random pictures: 50% is chance)::
+With no argument it does it all on the demo dataset (its two classes are random pictures:
+50% is chance) and prints the figures; by hand, with the command line::
 
     leakaudit demo data --json report.json
     python examples/leak_impact.py data predictions.csv
@@ -29,11 +30,16 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from PIL import Image
+
+import leakaudit
+from leakaudit.demo import build_demo_dataset
 
 _SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 
@@ -83,12 +89,31 @@ def predict(root: Path, *, side: int = 16, chunk: int = 1024) -> list[tuple[str,
     return rows
 
 
+def _demo() -> int:
+    """No arguments: the whole loop on the demo dataset, in Python."""
+    demo = build_demo_dataset(tempfile.mkdtemp(prefix="leakaudit-impact-"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the demo's truncated JPEG, named in the report
+        report = leakaudit.audit_splits(demo.splits, progress=False)
+        rows = predict(demo.root)
+    predictions = pd.DataFrame(rows, columns=["path", "label", "prediction"])
+    print(report.score_impact(predictions))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("root", type=Path, help="the dataset: ROOT/train and ROOT/test")
-    parser.add_argument("out", type=Path, help="the predictions CSV to write")
+    parser.add_argument(
+        "root", type=Path, nargs="?", help="the dataset: ROOT/train and ROOT/test (default: "
+        "the demo dataset, audited and scored here)",
+    )  # fmt: skip
+    parser.add_argument("out", type=Path, nargs="?", help="the predictions CSV to write")
     parser.add_argument("--side", type=int, default=16, help="thumbnail side in pixels")
     args = parser.parse_args(argv)
+    if args.root is None:
+        return _demo()
+    if args.out is None:
+        parser.error("give OUT, the predictions CSV to write")
     rows = predict(args.root, side=args.side)
     with open(args.out, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)

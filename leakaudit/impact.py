@@ -152,7 +152,7 @@ def _path_rows(paths: list[str], wanted: list[str]) -> np.ndarray:
     Equal paths match; otherwise the longest ending of whole folder names that the two
     share, when it names exactly one image (``test/cat/1.png`` names ``data/test/cat/1.png``,
     and ``/home/me/data/test/cat/1.png`` does too). At least the file name and its folder
-    must agree.
+    must agree, unless the wanted path is a bare file name.
     """
     exact = {path: row for row, path in enumerate(paths)}
     endings: dict[tuple[str, ...], list[int]] = {}
@@ -577,7 +577,8 @@ def score_impact(
         One row per image of ``split``: a ``correct`` column (bool, 0/1, true/false), or
         ``label`` and ``prediction`` columns; keyed by ``path`` (equal, or sharing the
         file name and enough folders to name one image of the split: ``test/cat/1.png``
-        matches ``data/test/cat/1.png``), else ``index`` (position among the split's
+        and ``/home/me/data/test/cat/1.png`` match ``data/test/cat/1.png``; a bare file name
+        matches when one image of the split has it), else ``index`` (position among the split's
         images in the report's order), else read in order. Per-class figures use
         ``label``, else each image's folder (an ``ImageFolder``'s class) when the images
         sit in more than one folder.
