@@ -16,6 +16,8 @@ __all__ = ["MAX_CLASSES_SHOWN", "impact_section"]
 
 #: Classes listed in the section; the rest are counted (``leakaudit impact --csv`` has all).
 MAX_CLASSES_SHOWN = 100
+# A table wider than a narrow screen scrolls inside its box, not the page.
+_SCROLL = '<div style="overflow-x:auto">'
 
 
 def _pct(value: Any) -> str:
@@ -60,10 +62,11 @@ def impact_section(impact: ScoreImpact) -> str:
     parts = [
         '<section id="impact"><h2>Accuracy: leaked and clean images</h2>',
         f"<p>{html.escape(impact.headline())}</p>",
-        '<table class="summary"><thead><tr><th>images</th><th>count</th><th>correct</th>'
+        f'{_SCROLL}<table class="summary"><thead><tr><th>images</th><th>count</th>'
+        "<th>correct</th>"
         f"<th>accuracy</th><th>{level} interval</th></tr></thead><tbody>"
         + "".join(rows)
-        + "</tbody></table>",
+        + "</tbody></table></div>",
     ]
     if impact.by_class is not None:
         shown = impact.by_class.head(MAX_CLASSES_SHOWN)
@@ -76,9 +79,10 @@ def impact_section(impact: ScoreImpact) -> str:
         )
         parts.append(
             '<h3 style="margin-top:16px">Per class</h3>'
-            '<table class="summary"><thead><tr><th>class</th><th>images</th><th>leaked</th>'
-            "<th>accuracy, all</th><th>leaked</th><th>clean</th><th>all &minus; clean "
-            f"(points)</th><th>{level} interval</th></tr></thead><tbody>{body}</tbody></table>"
+            f'{_SCROLL}<table class="summary"><thead><tr><th>class</th><th>images</th>'
+            "<th>leaked</th><th>accuracy, all</th><th>leaked</th><th>clean</th><th>all &minus; "
+            f"clean (points)</th><th>{level} interval</th></tr></thead><tbody>{body}</tbody>"
+            "</table></div>"
         )
         if len(impact.by_class) > MAX_CLASSES_SHOWN:
             parts.append(

@@ -253,3 +253,29 @@ def test_scan_predictions_adds_the_section(
     page = Path("page.html").read_text()
     assert page.count('<section id="impact">') == 1
     assert np.isfinite(score_impact(_images(), _predictions()).inflation)
+
+
+def test_files_are_read_or_refused_by_name(tmp_path: Path) -> None:
+    from leakaudit._impact_io import read_predictions, read_report_images
+
+    (tmp_path / "p.txt").write_text("path,correct\n")
+    with pytest.raises(ValueError, match=r"must be a \.csv or \.parquet file"):
+        read_predictions(tmp_path / "p.txt")
+    csv_file = tmp_path / "p.csv"
+    csv_file.write_text("path,label,prediction\ntest/007.png,007,7\n")
+    read = read_predictions(csv_file)
+    assert read["label"].tolist() == ["007"]  # a class name stays text
+    images = pd.DataFrame({"path": ["d/test/007.png"], "split": "test", "leaked": [False]})
+    assert score_impact(images, read).overall.loc["all", "correct"] == 1  # 007 == 7
+    pytest.importorskip("pyarrow")
+    read.to_parquet(tmp_path / "p.parquet")
+    parquet = read_predictions(tmp_path / "p.parquet")
+    assert parquet.astype(str).to_dict("list") == read.astype(str).to_dict("list")
+    page = tmp_path / "report.html"
+    page.write_text("<html></html>")
+    with pytest.raises(ValueError, match="an HTML report cannot be read back"):
+        read_report_images(page)
+    other = tmp_path / "other.json"
+    other.write_text('{"format": "something-else"}')
+    with pytest.raises(ValueError, match="is not a leakaudit report"):
+        read_report_images(other)
