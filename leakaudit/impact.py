@@ -579,7 +579,8 @@ def score_impact(
         file name and enough folders to name one image of the split: ``test/cat/1.png``
         and ``/home/me/data/test/cat/1.png`` match ``data/test/cat/1.png``; a bare file name
         matches when one image of the split has it), else ``index`` (position among the split's
-        images in the report's order), else read in order. Per-class figures use
+        images in the report's order: sorted paths for folders, the dataset's index for the
+        torchvision adapter), else read in order. Per-class figures use
         ``label``, else each image's folder (an ``ImageFolder``'s class) when the images
         sit in more than one folder.
     split : str, default "test"

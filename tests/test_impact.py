@@ -279,3 +279,26 @@ def test_files_are_read_or_refused_by_name(tmp_path: Path) -> None:
     other.write_text('{"format": "something-else"}')
     with pytest.raises(ValueError, match="is not a leakaudit report"):
         read_report_images(other)
+
+
+def test_index_is_the_torchvision_dataset_index(tmp_path: Path) -> None:
+    """A DataLoader's outputs (shuffle=False) are in the dataset's order: `index` keys them."""
+    pytest.importorskip("torchvision")
+    from torchvision.datasets import ImageFolder
+
+    from leakaudit.adapters.torchvision import audit_datasets
+
+    build_demo_dataset(tmp_path)
+    splits = {name: ImageFolder(str(tmp_path / name)) for name in ("train", "val", "test")}
+    with pytest.warns(UserWarning):  # the demo's truncated JPEG
+        report = audit_datasets(splits, progress=False, workers=1)
+    samples = splits["test"].samples
+    # A "model" right on the dataset's even positions.
+    by_index = pd.DataFrame(
+        {"index": range(len(samples)), "correct": [i % 2 == 0 for i in range(len(samples))]}
+    )
+    by_path = pd.DataFrame({"path": [p for p, _ in samples], "correct": by_index["correct"]})
+    found = report.score_impact(by_index).to_frame()
+    pd.testing.assert_frame_equal(found, report.score_impact(by_path).to_frame())
+    leaked = report.score_impact(by_path).images
+    assert leaked["leaked"].sum() == 3
