@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from leakaudit import __version__
+from leakaudit._cli_impact import add_impact_parser, add_scan_predictions
 from leakaudit._show import INDEX_NAME
 from leakaudit._text import printable
 from leakaudit.cleaning import CLEAN_POLICIES
@@ -339,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also treat sub-folder NAME as a split (repeatable)",
     )
     _add_common(scan, hashes_out=True)
+    add_scan_predictions(scan)
 
     compare = sub.add_parser("compare", help="check TEST_DIR (and more) against TRAIN_DIR")
     compare.add_argument(
@@ -473,6 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
         ".unrelated.csv and .audit.csv (the default audit per transformation) beside it",
     )
     calibrate.add_argument("--quiet", action="store_true", help="no progress bars or info messages")
+
+    add_impact_parser(sub)
 
     sub.add_parser("env", help="print versions, for bug reports")
     return parser

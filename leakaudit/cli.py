@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from leakaudit import __version__
+from leakaudit._cli_impact import cmd_impact, scan_impact, scan_predictions
 from leakaudit._cli_parser import (
     EXIT_BROKEN_PIPE,
     EXIT_ERROR,
@@ -300,7 +301,11 @@ def _write_hash_shards(
 
 
 def _write_outputs(
-    report: LeakageReport, args: argparse.Namespace, *, reference: str | None = None
+    report: LeakageReport,
+    args: argparse.Namespace,
+    *,
+    reference: str | None = None,
+    impact: Any = None,
 ) -> None:
     if args.csv is not None:
         for path in write_csv_tables(report, args.csv):
@@ -308,7 +313,8 @@ def _write_outputs(
     if args.json is not None:
         log.info("wrote %s", write_json(report, args.json))
     if args.html is not None:
-        log.info("wrote %s", write_html(report, args.html, progress=_progress(args)))
+        page = write_html(report, args.html, progress=_progress(args), impact=impact)
+        log.info("wrote %s", page)
     if args.show is not None:
         _write_side_by_side(report, args, reference)
 
@@ -475,6 +481,7 @@ def _cmd_group(args: argparse.Namespace) -> int:
 def _cmd_scan(args: argparse.Namespace) -> int:
     splits = find_split_folders(_check_dir(args.root), args.split)
     _check_outputs(args, dataset_boundary(splits.values(), root=args.root))
+    predictions = scan_predictions(args, splits)
     log.info(
         "splits: %s",
         ", ".join(f"{printable(name)} ({printable(str(path))})" for name, path in splits.items()),
@@ -489,7 +496,8 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         )
     report = _run_audit(splits, args, root=args.root)
     print(report.to_text())
-    _write_outputs(report, args)
+    impact = scan_impact(report, args, predictions)
+    _write_outputs(report, args, impact=impact)
     return _exit_code(report, args)
 
 
@@ -721,6 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "demo": _cmd_demo,
         "clean": _cmd_clean,
         "calibrate": _cmd_calibrate,
+        "impact": cmd_impact,
     }
     previous = handle_signals()
     try:

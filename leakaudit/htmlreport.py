@@ -28,6 +28,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, TRANSITIVE
+from leakaudit._impact_html import impact_section
 from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_neighbour_distances
 from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
 from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
@@ -38,6 +39,7 @@ from leakaudit._version import __version__
 from leakaudit.distances import PairDistances
 from leakaudit.export import PairKinds, evidence_text, spanning_group_ids, split_table
 from leakaudit.hashing import popcount64
+from leakaudit.impact import ScoreImpact
 from leakaudit.policy import DEFAULT_THRESHOLDS
 from leakaudit.report import LeakageReport
 from leakaudit.safe_io import atomic_open
@@ -243,8 +245,11 @@ class _Page:
         thumbnail_size: int,
         nn_sample: int,
         progress: bool | None,
+        impact: ScoreImpact | None = None,
     ) -> None:
         self.report = report
+        # Accuracy on leaked and clean images, when predictions were given: after the summary.
+        self.impact = "" if impact is None else impact_section(impact)
         self.title = title
         self.max_groups = max_groups
         self.max_members = max_members
@@ -274,6 +279,7 @@ class _Page:
         body = [
             self.header(),
             self.summary(),
+            self.impact,
             self.verification(),
             self.rebuilt_groups(),
             self.details(),
@@ -455,6 +461,7 @@ class _Renderer(_Page):
         thumbnail_size: int,
         nn_sample: int,
         progress: bool | None,
+        impact: ScoreImpact | None = None,
     ) -> None:
         super().__init__(
             report,
@@ -464,6 +471,7 @@ class _Renderer(_Page):
             thumbnail_size=thumbnail_size,
             nn_sample=nn_sample,
             progress=progress,
+            impact=impact,
         )
         if report.table is None:
             raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
@@ -494,6 +502,7 @@ class _Renderer(_Page):
         body = [
             self.header(),
             self.summary(),
+            self.impact,
             self.verification(),
             _histogram_section(
                 self.table,
@@ -915,6 +924,7 @@ def render_html(
     thumbnail_size: int = 96,
     nn_sample: int = 2000,
     progress: bool | None = False,
+    impact: ScoreImpact | None = None,
 ) -> str:
     """Return a self-contained HTML page describing ``report``.
 
@@ -952,6 +962,9 @@ def render_html(
     progress : bool or None, default False
         Progress bar while making thumbnails; None means on for long runs in
         a terminal.
+    impact : ScoreImpact, optional
+        A model's accuracy on the leaked and the clean images
+        (:meth:`LeakageReport.score_impact`), shown after the summary.
 
     Returns
     -------
@@ -981,6 +994,7 @@ def render_html(
         thumbnail_size=check_int("thumbnail_size", thumbnail_size, 16, 1024),
         nn_sample=check_int("nn_sample", nn_sample, 1),
         progress=progress,
+        impact=impact,
     )
     return renderer.render()
 

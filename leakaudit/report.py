@@ -19,6 +19,7 @@ from leakaudit._text import printable
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.grouping import group_spread
+from leakaudit.impact import DEFAULT_N_BOOT, DEFAULT_SEED, ScoreImpact, leak_status, score_impact
 from leakaudit.safe_io import resolve_within
 
 if TYPE_CHECKING:
@@ -247,6 +248,41 @@ class LeakageReport:
             over |= (counts["fraction"] > max_fraction).to_numpy()
         failing: pd.DataFrame = counts[over]
         return failing
+
+    def score_impact(
+        self,
+        predictions: pd.DataFrame,
+        *,
+        split: str = "test",
+        n_boot: int = DEFAULT_N_BOOT,
+        seed: int = DEFAULT_SEED,
+        confidence: float = 0.95,
+    ) -> ScoreImpact:
+        """How much the leak inflates a model's accuracy on ``split``.
+
+        Accuracy on all of the split's images with a prediction, on the leaked ones
+        and on the clean rest, their differences and the same per class, each with a
+        percentile bootstrap interval: :func:`leakaudit.impact.score_impact`, whose
+        ``predictions`` (a ``correct`` column, or ``label`` and ``prediction``; keyed by
+        ``path``, ``index`` or order) and options this takes.
+
+        Examples
+        --------
+        >>> frame = pd.DataFrame({"path": ["a", "b", "c"], "split": ["train", "test", "test"],
+        ...                       "group_id": [0, 0, 1]})
+        >>> predictions = pd.DataFrame({"path": ["b", "c"], "correct": [True, False]})
+        >>> dhash_audit(frame).score_impact(predictions).overall["accuracy"].tolist()
+        [0.5, 1.0, 0.0]
+        """
+        if self.table is None:
+            raise ValueError(
+                "report has no table (it was rebuilt from JSON): score the images table of "
+                "the JSON file with leakaudit.impact.score_impact, or `leakaudit impact`."
+            )
+        images = leak_status(self.table, self.leaked_groups["group_id"].tolist())
+        return score_impact(
+            images, predictions, split=split, n_boot=n_boot, seed=seed, confidence=confidence
+        )
 
     def image_file(self, path: object) -> str | None:
         """The file to open for the picture of the image called ``path``, or None.

@@ -31,6 +31,7 @@ EXAMPLES = {
     "torchvision_audit.py": ("torch", "torchvision"),
     "huggingface_audit.py": ("datasets",),
     "embedding_cascade.py": (),
+    "leak_impact.py": (),
 }
 
 
