@@ -305,6 +305,12 @@ def _add_outputs(parser: argparse.ArgumentParser, *, hashes_out: bool = False) -
     )
 
 
+_SPLIT_HELP = (
+    "also treat sub-folder NAME as a split; NAME=FOLDER makes ROOT/FOLDER the split NAME "
+    "(--split train=trian for a misspelt trian/) (repeatable)"
+)
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and a pointer to ``-h``.
 
@@ -335,8 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--split",
         action="append",
         default=[],
-        metavar="NAME",
-        help="also treat sub-folder NAME as a split (repeatable)",
+        metavar="NAME[=FOLDER]",
+        help=_SPLIT_HELP,
     )
     _add_common(scan, hashes_out=True)
 
@@ -401,8 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("root", type=Path, metavar="ROOT")
     clean.add_argument("--out", type=Path, required=True, metavar="NEW_ROOT")
     clean.add_argument(
-        "--split", action="append", default=[], metavar="NAME",
-        help="also treat sub-folder NAME as a split (repeatable)",
+        "--split", action="append", default=[], metavar="NAME[=FOLDER]", help=_SPLIT_HELP,
     )  # fmt: skip
     clean.add_argument(
         "--priority",

@@ -40,6 +40,7 @@ from leakaudit._interrupts import (
 )
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._show import INDEX_NAME, write_side_by_side
+from leakaudit._split_names import split_folder_hints, too_few_splits
 from leakaudit._text import first_few, printable
 from leakaudit.audit import audit_splits, hashing_options, wants_crop_entries
 from leakaudit.cache import CACHE_DIR_ENV, default_cache_dir, hash_sources_cached
@@ -313,9 +314,53 @@ def _write_outputs(
         _write_side_by_side(report, args, reference)
 
 
+def _one_split_folder(root: Path, splits: dict[str, Path], args: argparse.Namespace) -> None:
+    """A ROOT with one split folder: an error with ``--fail-on-leak`` (exit 2), else a warning;
+    both name ROOT's other folders and the ``--split NAME=FOLDER`` of a misspelt one."""
+    if len(splits) != 1:
+        return
+    ((only, folder),) = splits.items()
+    hints = split_folder_hints(root, splits).replace("ROOT", printable(str(root)), 1)
+    hints = hints or (
+        f"No other folder under {printable(str(root))}: add one, or name a folder elsewhere "
+        "under ROOT with --split NAME=FOLDER."
+    )
+    if args.fail_on_leak is not None:
+        raise UsageError(
+            f"--fail-on-leak needs two splits to compare; found one split folder under "
+            f"{printable(str(root))}: {printable(only)} ({printable(str(folder))}). {hints}"
+        )
+    log.warning(
+        "only one split folder (%s) under %s: nothing can leak across splits; duplicates "
+        "inside it are still listed. %s",
+        printable(only),
+        printable(str(root)),
+        hints,
+    )
+
+
+def _require_two_splits(
+    report: LeakageReport,
+    args: argparse.Namespace,
+    *,
+    root: Path | None = None,
+    splits: dict[str, Path] | None = None,
+) -> None:
+    """Fewer than two splits with images: with ``--fail-on-leak`` an error (exit 2), since a
+    pass would compare nothing; without it a warning (not repeated after a one-split one)."""
+    problem = too_few_splits(report.images_by_split.to_dict(), root=root, splits=splits)
+    if problem is None:
+        return
+    if getattr(args, "fail_on_leak", None) is not None:
+        raise UsageError(f"--fail-on-leak: {problem}")
+    if splits is None or len(splits) != 1:
+        log.warning("%s", problem)
+
+
 def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
     if args.fail_on_leak is None:
         return 0
+    _require_two_splits(report, args)
     limit, is_percent = args.fail_on_leak
     if is_percent:
         failing = report.splits_over_limit(max_fraction=limit / 100)
@@ -479,17 +524,11 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         "splits: %s",
         ", ".join(f"{printable(name)} ({printable(str(path))})" for name, path in splits.items()),
     )
-    if len(splits) == 1:
-        (only,) = splits
-        log.warning(
-            "only one split folder (%s) under %s: nothing can leak across splits; duplicates "
-            "inside it are still listed. Name more with --split NAME=FOLDER.",
-            printable(only),
-            printable(str(args.root)),
-        )
+    _one_split_folder(args.root, splits, args)
     report = _run_audit(splits, args, root=args.root)
     print(report.to_text())
     _write_outputs(report, args)
+    _require_two_splits(report, args, root=args.root, splits=splits)
     return _exit_code(report, args)
 
 
@@ -626,9 +665,11 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     protected = dataset_boundary(splits.values(), root=root)
     _check_clean_outputs(args, root, protected)
     priority = _resolve_priority(args.priority, list(splits))
+    _one_split_folder(root, splits, args)
 
     report = _run_audit(splits, args, root=root)
     print(report.to_text())
+    _require_two_splits(report, args, root=root, splits=splits)
     assert report.table is not None  # audit_splits always returns its table
     cleaned = clean_splits(report.table, priority, policy=args.policy)
     # Inside the split folders links are followed as the audit followed them: a split
