@@ -683,6 +683,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
         # The default manifest's place is ours: a ROOT file there moves aside. One the user
         # chose inside NEW_ROOT must not displace a file: _outputs_in_tree refuses it.
         reserved=[MANIFEST_NAME] if args.manifest is None else [],
+        unreadable=args.unreadable,
     )
     _outputs_in_tree(args, out, {entry.new_path for entry in plan if entry.new_path})
     try:  # again: the audit took a while, and --out may have changed meanwhile
@@ -722,9 +723,11 @@ def _cmd_clean(args: argparse.Namespace) -> int:
         f"({written} file(s), {how}): {counts.get('kept', 0)} image(s) kept, "
         f"{counts.get('moved', 0)} moved, {counts.get('dropped', 0)} dropped, "
         f"{counts.get('unaudited', 0)} other file(s) as they are, "
+        f"{counts.get('unreadable', 0)} unreadable image(s) left out, "
         f"{counts.get('skipped', 0)} skipped. "
         f"Priority: {' > '.join(priority) or '(order of appearance)'}."
     )
+    print(_unreadable_line(summary.entries, args.unreadable))
     skipped = [entry for entry in summary.entries if entry.action == "skipped"]
     if skipped:
         listed = first_few((f"{printable(e.old_path)} ({e.reason})" for e in skipped), len(skipped))
@@ -737,6 +740,23 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     print(f"Manifest: {printable(str(summary.manifest))}")
     _write_outputs(report, args)
     return _exit_code(report, args)
+
+
+def _unreadable_line(entries: Sequence[Any], choice: str) -> str:
+    """``clean``'s summary of the images it could not decode, and what ``--unreadable`` did."""
+    failed = [e for e in entries if e.reason.startswith("unreadable image")]
+    if not failed:
+        return f"Unreadable images: none (--unreadable {choice})."
+    listed = first_few((f"{printable(e.old_path)}" for e in failed), len(failed))
+    if choice == "copy":
+        return (
+            f"Unreadable images: {len(failed)}, copied as they are (--unreadable copy): a "
+            f"DataLoader over the copy fails on them: {listed}."
+        )
+    return (
+        f"Unreadable images: {len(failed)}, left out of the copy (--unreadable drop; ROOT keeps "
+        f"them, the manifest lists them): {listed}."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
