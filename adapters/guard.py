@@ -139,7 +139,8 @@ def check_leakage(
 
 def _require_two_splits(report: LeakageReport, root: Any = None) -> None:
     """Refuse to pass an audit that compared nothing (fewer than two splits with images)."""
-    problem = too_few_splits(report.images_by_split.to_dict(), root=root)
+    counts = {str(name): int(n) for name, n in report.images_by_split.items()}
+    problem = too_few_splits(counts, root=root)
     if problem is not None:
         raise ValueError(f"leakage guard: {problem}")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from leakaudit import __version__
+from leakaudit._cli_cache import add_cache_parser
 from leakaudit._show import INDEX_NAME
 from leakaudit._text import printable
 from leakaudit.cleaning import CLEAN_POLICIES
@@ -497,5 +498,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     calibrate.add_argument("--quiet", action="store_true", help="no progress bars or info messages")
 
+    add_cache_parser(sub)
     sub.add_parser("env", help="print versions, for bug reports")
     return parser

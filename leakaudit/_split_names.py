@@ -85,8 +85,9 @@ def split_folder_hints(
     >>> root = Path(tempfile.mkdtemp())
     >>> for name in ("trian", "test"):
     ...     (root / name).mkdir()
-    >>> print(split_folder_hints(root, {"test": root / "test"}))
-    Other folders under ROOT: trian/. trian/ looks like a misspelt 'train': name it with --split train=trian.
+    >>> print(split_folder_hints(root, {"test": root / "test"}))  # doctest: +NORMALIZE_WHITESPACE
+    Other folders under ROOT: trian/. trian/ looks like a misspelt 'train': name it with
+    --split train=trian.
     """
     taken = {os.path.realpath(path) for path in (splits or {}).values()}
     others = [c.name for c in _sub_folders(root) if os.path.realpath(c) not in taken]
@@ -125,8 +126,9 @@ def too_few_splits(
     --------
     >>> too_few_splits({"train": 3, "test": 2}) is None
     True
-    >>> print(too_few_splits({"train": 0, "test": 5}))
-    fewer than two splits have images, so nothing can leak across splits: train (0 images), test (5 images).
+    >>> print(too_few_splits({"train": 0, "test": 5}))  # doctest: +NORMALIZE_WHITESPACE
+    fewer than two splits have images, so nothing can leak across splits: train (0 images),
+    test (5 images).
     """
     with_images = [name for name, count in images_by_split.items() if int(count) > 0]
     if len(with_images) >= 2:

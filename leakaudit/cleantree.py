@@ -65,11 +65,11 @@ from leakaudit.safe_io import Protected, atomic_open, is_within, probe_writable,
 __all__ = [
     "MANIFEST_COLUMNS",
     "MANIFEST_NAME",
+    "UNREADABLE_CHOICES",
     "CleanTreeError",
     "PlannedEntry",
     "TreeEntry",
     "TreeWriteSummary",
-    "UNREADABLE_CHOICES",
     "check_tree_target",
     "manifest_inside",
     "plan_tree",
@@ -429,7 +429,7 @@ def _refuse_unreadable(top: str, cleaned: pd.DataFrame) -> None:
         return
     failed = [
         f"{printable(os.path.relpath(str(path), top))} ({printable(str(error))})"
-        for path, error in zip(cleaned["path"], cleaned["error"])
+        for path, error in zip(cleaned["path"], cleaned["error"], strict=True)
         if isinstance(error, str)
     ]
     if failed:

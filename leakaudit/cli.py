@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from leakaudit import __version__
+from leakaudit._cli_cache import cache_summary, cmd_cache
 from leakaudit._cli_parser import (
     EXIT_BROKEN_PIPE,
     EXIT_ERROR,
@@ -220,6 +221,8 @@ def _run_audit(
     # Once each: the shards' hashing repeats the audit's (an unusable cache warns in both).
     for message in dict.fromkeys(str(warning.message) for warning in caught):
         log.warning("%s", message)
+    if not args.no_cache:  # the cache grows with each folder audited: say where and how big
+        log.info("%s", cache_summary(args.cache_dir))
     if hashes_out is not None:
         log.info("wrote %d hash shard file(s) to %s", len(written), hashes_out)
     return report
@@ -348,7 +351,8 @@ def _require_two_splits(
 ) -> None:
     """Fewer than two splits with images: with ``--fail-on-leak`` an error (exit 2), since a
     pass would compare nothing; without it a warning (not repeated after a one-split one)."""
-    problem = too_few_splits(report.images_by_split.to_dict(), root=root, splits=splits)
+    counts = {str(name): int(n) for name, n in report.images_by_split.items()}
+    problem = too_few_splits(counts, root=root, splits=splits)
     if problem is None:
         return
     if getattr(args, "fail_on_leak", None) is not None:
@@ -782,6 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "demo": _cmd_demo,
         "clean": _cmd_clean,
         "calibrate": _cmd_calibrate,
+        "cache": cmd_cache,
     }
     previous = handle_signals()
     try:

@@ -65,7 +65,7 @@ def test_the_default_leaves_unreadable_images_out(
     assert "--unreadable drop" in row["reason"] and row["reason"].startswith("unreadable image")
     stdout = capsys.readouterr().out
     assert "1 unreadable image(s) left out" in stdout
-    assert f"Unreadable images: 1, left out of the copy (--unreadable drop; ROOT keeps" in stdout
+    assert "Unreadable images: 1, left out of the copy (--unreadable drop; ROOT keeps" in stdout
     assert BROKEN in stdout
 
 
@@ -92,7 +92,7 @@ def test_fail_writes_nothing_and_names_the_file(root: Path, tmp_path: Path) -> N
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr
-    assert f"--unreadable fail: 1 image(s) under ROOT cannot be decoded" in result.stderr
+    assert "--unreadable fail: 1 image(s) under ROOT cannot be decoded" in result.stderr
     assert BROKEN in result.stderr
     assert not out.exists() and not list(tmp_path.glob(".leakaudit-partial-*"))
 
