@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from leakaudit._split_names import split_folder_hints
 from leakaudit._text import first_few, printable
 from leakaudit.policy import SPLIT_ALIASES, split_sort_key
 from leakaudit.safe_io import Protected
@@ -413,8 +414,6 @@ def find_split_folders(root: str | os.PathLike[str], extra: Sequence[str] = ()) 
         if child.is_dir() and (child.name.lower() in SPLIT_ALIASES or child.name.lower() in wanted)
     ]
     if not found and not named:
-        from leakaudit._split_names import split_folder_hints
-
         hints = split_folder_hints(top).replace("ROOT", printable(str(top)), 1)
         raise ValueError(
             f"no split folders under {top}: expected sub-folders named like "
