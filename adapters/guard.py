@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from leakaudit._split_names import too_few_splits
 from leakaudit._validation import describe
 from leakaudit.adapters._common import check_dihedral
 from leakaudit.audit import audit_splits
@@ -107,10 +108,14 @@ def check_leakage(
     LeakageError
         With ``error.report`` the full report; the message names every failing
         split with its counts and lists the worst groups.
+    ValueError
+        Fewer than two splits have images (a misspelt or empty split folder):
+        nothing could leak, so a pass would prove nothing.
     """
     if not isinstance(report, LeakageReport):
         raise TypeError(f"report must be a LeakageReport; got {type(report).__name__}.")
     max_leaked, max_fraction = _check_limits(max_leaked, max_fraction)
+    _require_two_splits(report)
     limit_count = 0 if max_leaked is None and max_fraction is None else max_leaked
     failing = report.splits_over_limit(max_leaked=limit_count, max_fraction=max_fraction)
     if failing.empty:
@@ -130,6 +135,14 @@ def check_leakage(
         "is attached as error.report.\n\n" + report.to_text(max_groups=5)
     )
     raise LeakageError(message, report)
+
+
+def _require_two_splits(report: LeakageReport, root: Any = None) -> None:
+    """Refuse to pass an audit that compared nothing (fewer than two splits with images)."""
+    counts = {str(name): int(n) for name, n in report.images_by_split.items()}
+    problem = too_few_splits(counts, root=root)
+    if problem is not None:
+        raise ValueError(f"leakage guard: {problem}")
 
 
 def _kind(value: Any) -> str:
@@ -195,6 +208,10 @@ def assert_no_leakage(
     ------
     LeakageError
         Leakage above the limits; ``error.report`` holds the audit.
+    ValueError
+        Fewer than two splits have images: a pass would prove nothing (the
+        message names the splits found and, for a folder, its folders that look
+        like a misspelt split name).
 
     Examples
     --------
@@ -221,6 +238,8 @@ def assert_no_leakage(
         if not dihedral:
             audit_options["dihedral"] = False
         report = _audit(splits, audit_options)
+        if isinstance(splits, (str, os.PathLike)):
+            _require_two_splits(report, root=splits)  # names ROOT's likely misspelt folders
     return check_leakage(report, max_leaked=max_leaked, max_fraction=max_fraction)
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from leakaudit import __version__
+from leakaudit._cli_cache import add_cache_parser
 from leakaudit._cli_impact import add_impact_parser, add_scan_predictions
 from leakaudit._show import INDEX_NAME
 from leakaudit._text import printable
 from leakaudit.cleaning import CLEAN_POLICIES
-from leakaudit.cleantree import MANIFEST_NAME
+from leakaudit.cleantree import MANIFEST_NAME, UNREADABLE_CHOICES
 from leakaudit.htmlreport import MAX_GROUPS_SHOWN, MAX_MEMBERS_SHOWN
 from leakaudit.policy import AUDIT_METHODS, DEFAULT_METHOD, DEFAULT_THRESHOLDS
 from leakaudit.verify import VerifyOptions
@@ -24,10 +25,20 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_INTERNAL_ERROR",
     "EXIT_LEAKAGE",
+    "SSCD_MEASURED",
     "build_parser",
     "threshold_spec",
     "verify_spec",
 ]
+
+#: What ``--sscd`` gains and costs, measured (benchmarks/RESULTS.md, section 31): the one
+#: wording of these figures, quoted as it is by ``scan -h``, the README ("Tiny images") and
+#: docs/cli.md (tests/test_cache_admin.py checks all three).
+SSCD_MEASURED = (
+    "on CIFAR-10's five dev classes, 137 of ciFAIR's 142 same-shot pairs found instead of "
+    "135, and 374 flagged test images instead of 346, for about 3-5x the audit's time (SSCD "
+    "127 s for 60,000 images on 2 cores, the audit 27-43 s)"
+)
 
 #: Exit codes: 1 is only ever "leakage over the --fail-on-leak limit".
 EXIT_LEAKAGE = 1
@@ -211,9 +222,8 @@ def _add_common(parser: argparse.ArgumentParser, *, hashes_out: bool = False) ->
         "--sscd",
         action="store_true",
         help="also link tiny images (shorter side <= 64 px) to their nearest image of another "
-        "split when Meta's SSCD copy-detection model scores them >= 0.75 (CIFAR-10 dev classes: "
-        "136/142 ciFAIR same-shot pairs found instead of 132, about 5 min more per 60,000 "
-        "tiny images on 2 cores; --workers threads, default 2); needs Python >= 3.12 and "
+        f"split when Meta's SSCD copy-detection model scores them >= 0.75 ({SSCD_MEASURED}; "
+        "--workers threads, default 2); needs Python >= 3.12 and "
         "pip install 'leakaudit-vision[sscd]'",
     )
     group.add_argument(
@@ -306,6 +316,12 @@ def _add_outputs(parser: argparse.ArgumentParser, *, hashes_out: bool = False) -
     )
 
 
+_SPLIT_HELP = (
+    "also treat sub-folder NAME as a split; NAME=FOLDER makes ROOT/FOLDER the split NAME "
+    "(--split train=trian for a misspelt trian/) (repeatable)"
+)
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line and a pointer to ``-h``.
 
@@ -336,8 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--split",
         action="append",
         default=[],
-        metavar="NAME",
-        help="also treat sub-folder NAME as a split (repeatable)",
+        metavar="NAME[=FOLDER]",
+        help=_SPLIT_HELP,
     )
     _add_common(scan, hashes_out=True)
     add_scan_predictions(scan)
@@ -403,8 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("root", type=Path, metavar="ROOT")
     clean.add_argument("--out", type=Path, required=True, metavar="NEW_ROOT")
     clean.add_argument(
-        "--split", action="append", default=[], metavar="NAME",
-        help="also treat sub-folder NAME as a split (repeatable)",
+        "--split", action="append", default=[], metavar="NAME[=FOLDER]", help=_SPLIT_HELP,
     )  # fmt: skip
     clean.add_argument(
         "--priority",
@@ -426,6 +441,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help=f"where to write the manifest (default: NEW_ROOT/{MANIFEST_NAME})",
+    )
+    clean.add_argument(
+        "--unreadable",
+        choices=UNREADABLE_CHOICES,
+        default="drop",
+        help="images that cannot be decoded: drop leaves them out of the copy (ROOT keeps "
+        "them; a DataLoader over NEW_ROOT never meets one), copy writes them as they are, fail "
+        "exits 2 naming them before anything is written; the manifest records the choice "
+        "(default: %(default)s)",
     )
     clean.add_argument(
         "--copy", action="store_true", help="always copy files instead of hard-linking them"
@@ -478,5 +502,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_impact_parser(sub)
 
+    add_cache_parser(sub)
     sub.add_parser("env", help="print versions, for bug reports")
     return parser

@@ -58,12 +58,14 @@ from typing import IO, Any
 import pandas as pd
 
 from leakaudit._export_encoding import defused_cell
+from leakaudit._text import first_few, printable
 from leakaudit.listing import folder_link_loop
 from leakaudit.safe_io import Protected, atomic_open, is_within, probe_writable, protected_conflict
 
 __all__ = [
     "MANIFEST_COLUMNS",
     "MANIFEST_NAME",
+    "UNREADABLE_CHOICES",
     "CleanTreeError",
     "PlannedEntry",
     "TreeEntry",
@@ -94,6 +96,10 @@ _OLD = ".leakaudit-old-"
 _MARKER = "leakaudit-staging-folder"
 _MARKER_TEXT = b"leakaudit: a staging folder of clean; safe to delete once its process has ended\n"
 _FOLDER_KINDS = ("folder", "followed", "unlistable")
+#: ``--unreadable``: what the copy does with images the audit could not decode. ``drop``
+#: (the default) leaves them out, so a DataLoader over NEW_ROOT never meets one; ``copy``
+#: writes them as they are; ``fail`` refuses before anything is written.
+UNREADABLE_CHOICES = ("drop", "copy", "fail")
 
 
 class CleanTreeError(OSError):
@@ -126,8 +132,8 @@ class TreeEntry:
 class PlannedEntry:
     """What happens to one entry under ROOT: a manifest row, plus how to write it.
 
-    ``new_path`` is empty for entries left out (``action`` ``dropped`` or
-    ``skipped``). Folders have ``action`` ``folder`` (``followed`` for a split
+    ``new_path`` is empty for entries left out (``action`` ``dropped``,
+    ``unreadable`` or ``skipped``). Folders have ``action`` ``folder`` (``followed`` for a split
     folder's symbolic link, written as a real folder); their paths end in
     ``/``. ``link_to`` is set when the entry is written as a symbolic link
     (relative, pointing at its target's place in NEW_ROOT); otherwise the file
@@ -349,6 +355,7 @@ def plan_tree(
     split_folders: Mapping[str, str],
     *,
     reserved: Iterable[str] = (),
+    unreadable: str = "drop",
 ) -> list[PlannedEntry]:
     """Plan NEW_ROOT: one :class:`PlannedEntry` per entry under ROOT.
 
@@ -367,6 +374,11 @@ def plan_tree(
     reserved : iterable of str
         NEW_ROOT-relative paths taken by something else (the manifest); an
         entry planned there gets a ``.from-<split>`` name instead.
+    unreadable : {"drop", "copy", "fail"}, default "drop"
+        Images the audit could not decode (``cleaned["error"]`` set): left out
+        of NEW_ROOT (action ``unreadable``; ROOT keeps them), copied as they
+        are (action ``kept``/``moved``, the reason says so), or a ``ValueError``
+        naming them before anything is planned.
 
     Returns
     -------
@@ -379,7 +391,13 @@ def plan_tree(
     taken: set[str] = set(reserved)
     # Every folder keeps its name: no file may be planned where one is.
     taken.update(e.relative.rstrip("/") for e in walked if e.kind in _FOLDER_KINDS)
-    images = _plan_images(top, cleaned, split_folders, taken)
+    if unreadable not in UNREADABLE_CHOICES:
+        raise ValueError(
+            f"unreadable must be one of {', '.join(UNREADABLE_CHOICES)}; got {unreadable!r}."
+        )
+    if unreadable == "fail":
+        _refuse_unreadable(top, cleaned)
+    images = _plan_images(top, cleaned, split_folders, taken, drop_unreadable=unreadable == "drop")
     planned = {item.old_path: item for item in images}
     split_of_folder = {folder: split for split, folder in split_folders.items()}
     for entry in walked:
@@ -387,9 +405,16 @@ def plan_tree(
             planned[entry.relative] = _plan_other(entry, split_of_folder, taken)
     # Links last: they point at wherever their target ended up.
     kinds = {entry.relative: entry.kind for entry in walked}
+    by_path = {entry.relative: entry for entry in walked}
     for old, item in list(planned.items()):
         if kinds.get(old) == "link" and item.new_path:
             planned[old] = _plan_link(item, top, planned, kinds, taken)
+        elif kinds.get(old) == "link" and item.action == "unreadable":
+            # A link the copy would skip anyway (to a device, out of ROOT) says so.
+            linked = _plan_link(item, top, planned, kinds, taken)
+            planned[old] = linked if linked.action == "skipped" else item
+        elif kinds.get(old) == "other" and item.action == "unreadable":
+            planned[old] = _plan_other(by_path[old], split_of_folder, taken)  # a pipe, a device
     image_paths = {item.old_path for item in images}
     return [planned[item.old_path] for item in images] + [
         planned[entry.relative]
@@ -398,8 +423,30 @@ def plan_tree(
     ]
 
 
+def _refuse_unreadable(top: str, cleaned: pd.DataFrame) -> None:
+    """``unreadable="fail"``: a ValueError naming every unreadable image, if any."""
+    if "error" not in cleaned.columns:
+        return
+    failed = [
+        f"{printable(os.path.relpath(str(path), top))} ({printable(str(error))})"
+        for path, error in zip(cleaned["path"], cleaned["error"], strict=True)
+        if isinstance(error, str)
+    ]
+    if failed:
+        raise ValueError(
+            f"--unreadable fail: {len(failed)} image(s) under ROOT cannot be decoded, so no "
+            f"copy was written: {first_few(failed, len(failed))}. Fix or remove them in ROOT, "
+            "or pass --unreadable drop (leave them out of the copy) or copy (keep them as they are)"
+        )
+
+
 def _plan_images(
-    top: str, cleaned: pd.DataFrame, split_folders: Mapping[str, str], taken: set[str]
+    top: str,
+    cleaned: pd.DataFrame,
+    split_folders: Mapping[str, str],
+    taken: set[str],
+    *,
+    drop_unreadable: bool = True,
 ) -> list[PlannedEntry]:
     """The audited images' entries; those that stay claim their names first."""
     errors = cleaned["error"] if "error" in cleaned.columns else None
@@ -411,10 +458,21 @@ def _plan_images(
         if old in planned:
             continue  # listed twice: the first listing wins (audit_splits warns)
         error = errors.iat[i] if errors is not None else None
-        note = f"unreadable image ({error}); copied as it is" if isinstance(error, str) else ""
+        note = (
+            f"unreadable image ({error}); copied as it is (--unreadable copy)"
+            if isinstance(error, str)
+            else ""
+        )
         old_split = str(cleaned["original_split"].iat[i])
         raw_group: Any = cleaned["group_id"].iat[i]
         group = None if pd.isna(raw_group) else int(raw_group)
+        if isinstance(error, str) and drop_unreadable:
+            note = (
+                f"unreadable image ({error}); left out of the copy (--unreadable drop), "
+                "still in ROOT"
+            )
+            planned[old] = PlannedEntry(old, "", old_split, "", "unreadable", group, note)
+            continue
         if dropped is not None and bool(dropped.iat[i]):
             planned[old] = PlannedEntry(old, "", old_split, "", "dropped", group, note)
             continue
@@ -489,6 +547,8 @@ def _plan_link(
     left_out = destination is None or not destination.new_path
     if destination is not None and left_out and kinds.get(inside) != "file":
         return skipped(f"points at {inside}, which is left out")
+    if destination is not None and destination.action == "unreadable":
+        return skipped(f"points at {inside}, an unreadable image left out (--unreadable drop)")
     if left_out and not os.path.isdir(os.path.join(top, inside)):
         # The target is left out of NEW_ROOT: keep what the link showed, as a file.
         return replace(item, source=inside, reason="link target left out; written as a copy of it")

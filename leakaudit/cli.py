@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from leakaudit import __version__
+from leakaudit._cli_cache import cache_summary, cmd_cache
 from leakaudit._cli_impact import cmd_impact, scan_impact, scan_predictions
 from leakaudit._cli_parser import (
     EXIT_BROKEN_PIPE,
@@ -41,6 +42,7 @@ from leakaudit._interrupts import (
 )
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._show import INDEX_NAME, write_side_by_side
+from leakaudit._split_names import split_folder_hints, too_few_splits
 from leakaudit._text import first_few, printable
 from leakaudit.audit import audit_splits, hashing_options, wants_crop_entries
 from leakaudit.cache import CACHE_DIR_ENV, default_cache_dir, hash_sources_cached
@@ -220,6 +222,8 @@ def _run_audit(
     # Once each: the shards' hashing repeats the audit's (an unusable cache warns in both).
     for message in dict.fromkeys(str(warning.message) for warning in caught):
         log.warning("%s", message)
+    if not args.no_cache:  # the cache grows with each folder audited: say where and how big
+        log.info("%s", cache_summary(args.cache_dir))
     if hashes_out is not None:
         log.info("wrote %d hash shard file(s) to %s", len(written), hashes_out)
     return report
@@ -319,9 +323,54 @@ def _write_outputs(
         _write_side_by_side(report, args, reference)
 
 
+def _one_split_folder(root: Path, splits: dict[str, Path], args: argparse.Namespace) -> None:
+    """A ROOT with one split folder: an error with ``--fail-on-leak`` (exit 2), else a warning;
+    both name ROOT's other folders and the ``--split NAME=FOLDER`` of a misspelt one."""
+    if len(splits) != 1:
+        return
+    ((only, folder),) = splits.items()
+    hints = split_folder_hints(root, splits).replace("ROOT", printable(str(root)), 1)
+    hints = hints or (
+        f"No other folder under {printable(str(root))}: add one, or name a folder elsewhere "
+        "under ROOT with --split NAME=FOLDER."
+    )
+    if args.fail_on_leak is not None:
+        raise UsageError(
+            f"--fail-on-leak needs two splits to compare; found one split folder under "
+            f"{printable(str(root))}: {printable(only)} ({printable(str(folder))}). {hints}"
+        )
+    log.warning(
+        "only one split folder (%s) under %s: nothing can leak across splits; duplicates "
+        "inside it are still listed. %s",
+        printable(only),
+        printable(str(root)),
+        hints,
+    )
+
+
+def _require_two_splits(
+    report: LeakageReport,
+    args: argparse.Namespace,
+    *,
+    root: Path | None = None,
+    splits: dict[str, Path] | None = None,
+) -> None:
+    """Fewer than two splits with images: with ``--fail-on-leak`` an error (exit 2), since a
+    pass would compare nothing; without it a warning (not repeated after a one-split one)."""
+    counts = {str(name): int(n) for name, n in report.images_by_split.items()}
+    problem = too_few_splits(counts, root=root, splits=splits)
+    if problem is None:
+        return
+    if getattr(args, "fail_on_leak", None) is not None:
+        raise UsageError(f"--fail-on-leak: {problem}")
+    if splits is None or len(splits) != 1:
+        log.warning("%s", problem)
+
+
 def _exit_code(report: LeakageReport, args: argparse.Namespace) -> int:
     if args.fail_on_leak is None:
         return 0
+    _require_two_splits(report, args)
     limit, is_percent = args.fail_on_leak
     if is_percent:
         failing = report.splits_over_limit(max_fraction=limit / 100)
@@ -486,18 +535,12 @@ def _cmd_scan(args: argparse.Namespace) -> int:
         "splits: %s",
         ", ".join(f"{printable(name)} ({printable(str(path))})" for name, path in splits.items()),
     )
-    if len(splits) == 1:
-        (only,) = splits
-        log.warning(
-            "only one split folder (%s) under %s: nothing can leak across splits; duplicates "
-            "inside it are still listed. Name more with --split NAME=FOLDER.",
-            printable(only),
-            printable(str(args.root)),
-        )
+    _one_split_folder(args.root, splits, args)
     report = _run_audit(splits, args, root=args.root)
     print(report.to_text())
     impact = scan_impact(report, args, predictions)
     _write_outputs(report, args, impact=impact)
+    _require_two_splits(report, args, root=args.root, splits=splits)
     return _exit_code(report, args)
 
 
@@ -634,9 +677,11 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     protected = dataset_boundary(splits.values(), root=root)
     _check_clean_outputs(args, root, protected)
     priority = _resolve_priority(args.priority, list(splits))
+    _one_split_folder(root, splits, args)
 
     report = _run_audit(splits, args, root=root)
     print(report.to_text())
+    _require_two_splits(report, args, root=root, splits=splits)
     assert report.table is not None  # audit_splits always returns its table
     cleaned = clean_splits(report.table, priority, policy=args.policy)
     # Inside the split folders links are followed as the audit followed them: a split
@@ -650,6 +695,7 @@ def _cmd_clean(args: argparse.Namespace) -> int:
         # The default manifest's place is ours: a ROOT file there moves aside. One the user
         # chose inside NEW_ROOT must not displace a file: _outputs_in_tree refuses it.
         reserved=[MANIFEST_NAME] if args.manifest is None else [],
+        unreadable=args.unreadable,
     )
     _outputs_in_tree(args, out, {entry.new_path for entry in plan if entry.new_path})
     try:  # again: the audit took a while, and --out may have changed meanwhile
@@ -689,9 +735,11 @@ def _cmd_clean(args: argparse.Namespace) -> int:
         f"({written} file(s), {how}): {counts.get('kept', 0)} image(s) kept, "
         f"{counts.get('moved', 0)} moved, {counts.get('dropped', 0)} dropped, "
         f"{counts.get('unaudited', 0)} other file(s) as they are, "
+        f"{counts.get('unreadable', 0)} unreadable image(s) left out, "
         f"{counts.get('skipped', 0)} skipped. "
         f"Priority: {' > '.join(priority) or '(order of appearance)'}."
     )
+    print(_unreadable_line(summary.entries, args.unreadable))
     skipped = [entry for entry in summary.entries if entry.action == "skipped"]
     if skipped:
         listed = first_few((f"{printable(e.old_path)} ({e.reason})" for e in skipped), len(skipped))
@@ -704,6 +752,23 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     print(f"Manifest: {printable(str(summary.manifest))}")
     _write_outputs(report, args)
     return _exit_code(report, args)
+
+
+def _unreadable_line(entries: Sequence[Any], choice: str) -> str:
+    """``clean``'s summary of the images it could not decode, and what ``--unreadable`` did."""
+    failed = [e for e in entries if e.reason.startswith("unreadable image")]
+    if not failed:
+        return f"Unreadable images: none (--unreadable {choice})."
+    listed = first_few((f"{printable(e.old_path)}" for e in failed), len(failed))
+    if choice == "copy":
+        return (
+            f"Unreadable images: {len(failed)}, copied as they are (--unreadable copy): a "
+            f"DataLoader over the copy fails on them: {listed}."
+        )
+    return (
+        f"Unreadable images: {len(failed)}, left out of the copy (--unreadable drop; ROOT keeps "
+        f"them, the manifest lists them): {listed}."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -730,6 +795,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "clean": _cmd_clean,
         "calibrate": _cmd_calibrate,
         "impact": cmd_impact,
+        "cache": cmd_cache,
     }
     previous = handle_signals()
     try:

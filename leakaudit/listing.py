@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from leakaudit._split_names import split_folder_hints
 from leakaudit._text import first_few, printable
 from leakaudit.policy import SPLIT_ALIASES, split_sort_key
 from leakaudit.safe_io import Protected
@@ -387,7 +388,9 @@ def find_split_folders(root: str | os.PathLike[str], extra: Sequence[str] = ()) 
     ``assert_no_leakage(ROOT)``. Folder names in
     :data:`~leakaudit.policy.SPLIT_ALIASES` (``train``, ``val``, ``valid``,
     ``validation``, ``dev``, ``test``, ...), and those in ``extra``, are
-    recognised case-insensitively; the split keeps the folder's own name.
+    recognised case-insensitively; the split keeps the folder's own name. An
+    entry ``NAME=FOLDER`` of ``extra`` makes the folder ``root/FOLDER`` the split
+    ``NAME`` (``train=trian`` for a misspelt ``trian/``).
     Splits come in the order train, val, test, then the others by name.
 
     Raises
@@ -395,26 +398,57 @@ def find_split_folders(root: str | os.PathLike[str], extra: Sequence[str] = ()) 
     FileNotFoundError, NotADirectoryError
         ``root`` is missing or not a folder.
     ValueError
-        No split folder was found, or a name in ``extra`` names no folder.
+        No split folder was found (the message names folders that look like
+        misspelt split names), or a name in ``extra`` names no folder.
     """
     top = Path(root)
     if not top.exists():
         raise FileNotFoundError(f"folder not found: {top}")
     if not top.is_dir():
         raise NotADirectoryError(f"not a folder: {top}")
-    wanted = {name.lower() for name in extra}
+    named = dict(_named_split(top, entry) for entry in extra if "=" in entry)
+    wanted = {name.lower() for name in extra if "=" not in name}
     found = [
         child
         for child in top.iterdir()
         if child.is_dir() and (child.name.lower() in SPLIT_ALIASES or child.name.lower() in wanted)
     ]
-    if not found:
+    if not found and not named:
+        hints = split_folder_hints(top).replace("ROOT", printable(str(top)), 1)
         raise ValueError(
             f"no split folders under {top}: expected sub-folders named like "
             "train/, val/ (valid/, validation/, dev/) or test/; name others as extra splits "
-            "(CLI: --split NAME)."
+            "(CLI: --split NAME, or --split NAME=FOLDER to give FOLDER the split name NAME)."
+            + (f" {hints}" if hints else "")
         )
     missing = sorted(wanted - {child.name.lower() for child in found})
     if missing:
         raise ValueError(f"--split names no folder under {top}: {', '.join(missing)}")
-    return {child.name: child for child in sorted(found, key=lambda c: split_sort_key(c.name))}
+    splits = {child.name: child for child in found}
+    for name, folder in named.items():
+        # The folder is that split now, not also a split of its own name.
+        splits = {k: v for k, v in splits.items() if v != folder}
+        clash = next((split for split in splits if split.lower() == name.lower()), None)
+        if clash is not None:
+            raise ValueError(
+                f"--split {name}={folder.relative_to(top).as_posix()}: "
+                f"{printable(str(splits[clash].relative_to(top)))}/ under {top} is already "
+                f"the split {printable(clash)!r}; choose another NAME"
+            )
+        splits[name] = folder
+    return {name: splits[name] for name in sorted(splits, key=split_sort_key)}
+
+
+def _named_split(top: Path, entry: str) -> tuple[str, Path]:
+    """``NAME=FOLDER`` of ``--split``: the split NAME and the folder ``top/FOLDER``."""
+    name, _, relative = entry.partition("=")
+    name, relative = name.strip(), relative.strip()
+    parts = Path(relative).parts
+    if not name or not relative or Path(relative).is_absolute() or ".." in parts:
+        raise ValueError(
+            f"--split must be NAME or NAME=FOLDER with FOLDER a folder under ROOT; got {entry!r}"
+        )
+    folder = top / relative
+    if not folder.is_dir():
+        raise ValueError(f"--split {entry}: no folder {relative} under {top}")
+    return name, folder

@@ -333,9 +333,10 @@ def test_unlistable_folder_has_a_manifest_row(root: Path, tmp_path: Path) -> Non
 
 
 def test_unreadable_images_are_copied_as_they_are(root: Path, tmp_path: Path) -> None:
+    """With --unreadable copy (the default leaves them out: tests/test_clean_unreadable.py)."""
     (root / "train" / "cat" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really")
     out = tmp_path / "out"
-    assert _clean(root, out, "--copy") == 0
+    assert _clean(root, out, "--copy", "--unreadable", "copy") == 0
     manifest = _manifest(out / MANIFEST_NAME).set_index("old_path")
     row = manifest.loc["train/cat/broken.jpg"]
     assert row["action"] == "kept" and row["reason"].startswith("unreadable image")

@@ -57,8 +57,12 @@ def test_root_folder_of_split_folders(demo: DemoDataset) -> None:
 
 
 def test_clean_splits_pass(demo: DemoDataset) -> None:
-    report = assert_no_leakage({"train": demo.splits["train"]}, workers=1)
+    train = demo.splits["train"]
+    report = assert_no_leakage({"cats": train / "cat", "dogs": train / "dog"}, workers=1)
     assert not report.has_leakage
+    # One split alone compares nothing: no pass (issue 37, point 3).
+    with pytest.raises(ValueError, match=r"fewer than two splits have images.*train \(42"):
+        assert_no_leakage({"train": train}, workers=1)
 
 
 def test_leaked_counts_are_exact() -> None:
