@@ -80,8 +80,9 @@ class ReviewPair:
     distance: int | None = None
 
 
-def _splits(table: pd.DataFrame) -> np.ndarray:
-    return table["split"].astype(object).where(table["split"].notna(), None).to_numpy()
+def _splits(table: pd.DataFrame) -> list[Any]:
+    """Each row's split, None where it has none."""
+    return [None if pd.isna(s) else s for s in table["split"].tolist()]
 
 
 def review_pairs(report: Any, *, limit: int = MAX_LEAKED_PAIRS) -> list[ReviewPair]:

@@ -134,7 +134,9 @@ def test_not_a_copy_cuts_a_chain(tmp_path: Path) -> None:
     )
     after = audit(splits, decisions=file)
     assert after.table is not None
-    group = dict(zip(after.table["path"].map(lambda p: Path(p).name), after.table["group_id"]))
+    group = dict(
+        zip(after.table["path"].map(lambda p: Path(p).name), after.table["group_id"], strict=True)
+    )
     assert group["a.png"] != group["c.jpg"]
 
 
