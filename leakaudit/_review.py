@@ -198,16 +198,19 @@ def near_misses(
     rows, measured = rows[close], measured[close]
     order = np.lexsort((rows[:, 1], rows[:, 0], measured))[:limit]
     paths = table["path"].astype(str).tolist() if "path" in table else None
-    return [
-        ReviewPair(
-            int(rows[k, 0]),
-            int(rows[k, 1]),
-            False,
-            _rejection(report, paths, int(rows[k, 0]), int(rows[k, 1])) if judge else "",
-            int(measured[k]),
-        )
-        for k in order.tolist()
-    ]
+    applied = report.parameters.get("decisions")
+    apart = set(applied.get("apart", [])) if isinstance(applied, dict) else set()
+    digests = table["digest"].tolist() if "digest" in table else [None] * len(table)
+    found_pairs = []
+    for k in order.tolist():
+        a, b = int(rows[k, 0]), int(rows[k, 1])
+        key = " ".join(sorted((str(digests[a]), str(digests[b]))))
+        if key in apart:
+            why = "kept apart by a reviewer's decision (not a copy)"
+        else:
+            why = _rejection(report, paths, a, b) if judge else ""
+        found_pairs.append(ReviewPair(a, b, False, why, int(measured[k])))
+    return found_pairs
 
 
 def _rejection(report: Any, paths: list[str] | None, a: int, b: int) -> str:

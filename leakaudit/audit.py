@@ -164,7 +164,7 @@ def audit_sources(
     """
     resolve_threshold(method, threshold)
     check_bool("dihedral", dihedral)
-    review = resolve_decisions(decisions)
+    review = resolve_decisions(decisions, verify=verify, method=method, threshold=threshold)
     items = list(sources)
     labels = list(split)
     if len(labels) != len(items):
@@ -354,7 +354,7 @@ def audit_hash_table(
     LeakageReport
     """
     search_threshold = resolve_threshold(method, threshold)
-    review = resolve_decisions(decisions)
+    review = resolve_decisions(decisions, verify=verify, method=method, threshold=threshold)
     check_bool("dihedral", dihedral)
     if dihedral and table.orientations is None:
         raise ValueError(
@@ -501,17 +501,41 @@ def audit_hash_table(
     )
 
 
-def resolve_decisions(decisions: DecisionsSpec) -> ReviewDecisions | None:
-    """``decisions=`` as :class:`~leakaudit.decisions.ReviewDecisions` (a file is read now,
-    before any image is hashed, so a malformed one stops the run at once)."""
-    if decisions is None or isinstance(decisions, ReviewDecisions):
-        return decisions
-    if isinstance(decisions, (str, os.PathLike)):
-        return load_decisions(decisions)
-    raise TypeError(
-        "decisions must be a decisions file (path) or a ReviewDecisions; "
-        f"got {describe(decisions)}."
-    )
+def resolve_decisions(
+    decisions: DecisionsSpec,
+    *,
+    verify: VerifySpec = "auto",
+    method: str = DEFAULT_METHOD,
+    threshold: ThresholdSpec = None,
+) -> ReviewDecisions | None:
+    """``decisions=`` as :class:`~leakaudit.decisions.ReviewDecisions`, checked before any
+    image is hashed: a malformed file, or settings that cannot apply decisions (they edit
+    the verified pairs, which ``verify=False``, another method or per-source thresholds
+    do not make), stop the run at once."""
+    if decisions is None:
+        return None
+    if isinstance(decisions, ReviewDecisions):
+        review = decisions
+    elif isinstance(decisions, (str, os.PathLike)):
+        review = load_decisions(decisions)
+    else:
+        raise TypeError(
+            "decisions must be a decisions file (path) or a ReviewDecisions; "
+            f"got {describe(decisions)}."
+        )
+    if verify is False or method != "phash+dhash" or isinstance(threshold, Mapping):
+        why = (
+            "verify=False"
+            if verify is False
+            else f"method={method!r}"
+            if method != "phash+dhash"
+            else "per-source thresholds"
+        )
+        raise ValueError(
+            "decisions apply to the verified audit (method 'phash+dhash', one threshold, "
+            f"verification on); got {why}."
+        )
+    return review
 
 
 def _content_digests(
@@ -768,7 +792,7 @@ def audit_splits(
     if not splits:
         raise ValueError("splits must name at least one split; got an empty mapping.")
     resolve_threshold(method, threshold)
-    review = resolve_decisions(decisions)
+    review = resolve_decisions(decisions, verify=verify, method=method, threshold=threshold)
     sources: list[Any] = []
     labels: list[str] = []
     tops: list[str | None] = []

@@ -319,6 +319,9 @@ class AppliedDecisions:
         gone): not applied.
     dropped_edges : int
         Verified pairs dropped to keep ``not a copy`` pairs apart.
+    apart : list of str
+        The applied ``not a copy`` pairs, each ``"digest_a digest_b"`` (the smaller
+        first): the HTML report names them as kept apart by a decision.
     """
 
     labels: NDArray[np.int64]
@@ -329,6 +332,7 @@ class AppliedDecisions:
     refused: list[Decision] = field(default_factory=list)
     stale: list[Decision] = field(default_factory=list)
     dropped_edges: int = 0
+    apart: list[str] = field(default_factory=list)
 
     def parameters(self, source: str) -> dict[str, Any]:
         """The record kept in ``report.parameters["decisions"]``."""
@@ -340,6 +344,7 @@ class AppliedDecisions:
             "dropped_pairs": self.dropped_edges,
             "refused": [d.describe() for d in self.refused],
             "stale": [d.describe() for d in self.stale],
+            "apart": list(self.apart),
         }
 
 
@@ -452,4 +457,5 @@ def apply_decisions(
         refused=refused,
         stale=stale,
         dropped_edges=int(np.count_nonzero(~keep[len(decided) :])),
+        apart=[" ".join(d.key) for d, _, _ in apart_decisions],
     )

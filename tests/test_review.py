@@ -328,3 +328,50 @@ def test_review_loop_in_a_real_browser(
     assert "1 duplicate group(s) that span splits" in out
     assert "grey.png" in out and "leak.jpg" not in out.split("Leaked groups")[1]
     assert "1 link(s) came from decisions, 1 pair(s) kept apart" in out
+
+
+def test_kept_apart_pair_is_named_in_the_review(
+    tree: dict[str, Path], before: LeakageReport, tmp_path: Path
+) -> None:
+    file = write_decisions(
+        tmp_path / "decisions.csv",
+        [("not a copy", digest_of(before, "t0.png"), digest_of(before, "leak.jpg"))],
+    )
+    after = audit(tree, decisions=file)
+    assert after.table is not None
+    names = [Path(p).name for p in after.table["path"]]
+    kept = [
+        p for p in near_misses(after) if {names[p.row_a], names[p.row_b]} == {"t0.png", "leak.jpg"}
+    ]
+    assert [p.why for p in kept] == ["kept apart by a reviewer's decision (not a copy)"]
+
+
+def test_decisions_need_the_verified_audit(tree: dict[str, Path], tmp_path: Path) -> None:
+    file = write_decisions(tmp_path / "d.csv", [])
+    with pytest.raises(
+        ValueError, match=r"decisions apply to the verified audit.*got verify=False"
+    ):
+        audit(tree, verify=False, decisions=file)
+    with pytest.raises(TypeError, match="decisions must be a decisions file"):
+        audit(tree, decisions=3)
+
+
+def test_clean_honours_decisions(
+    tree: dict[str, Path], before: LeakageReport, tmp_path: Path
+) -> None:
+    """clean --decisions: the decided leak (grey.png, a "copy") leaves test; the pair marked
+    "not a copy" (leak.jpg) stays where it was."""
+    root = tree["train"].parent
+    file = write_decisions(
+        tmp_path / "decisions.csv",
+        [
+            ("not a copy", digest_of(before, "t0.png"), digest_of(before, "leak.jpg")),
+            ("copy", digest_of(before, "grey.png"), digest_of(before, "t3.png")),
+        ],
+    )
+    out = tmp_path / "clean"
+    argv = ["clean", str(root), "--out", str(out), "--quiet", "--workers", "1", "--no-cache"]
+    assert main([*argv, "--decisions", str(file)]) == 0
+    assert (out / "test" / "leak.jpg").is_file() and (out / "train" / "t0.png").is_file()
+    assert not (out / "test" / "grey.png").exists()
+    assert (root / "test" / "grey.png").is_file()  # ROOT is never touched
