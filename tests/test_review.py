@@ -375,3 +375,21 @@ def test_clean_honours_decisions(
     assert (out / "test" / "leak.jpg").is_file() and (out / "train" / "t0.png").is_file()
     assert not (out / "test" / "grey.png").exists()
     assert (root / "test" / "grey.png").is_file()  # ROOT is never touched
+
+
+def test_decisions_with_the_hash_cache(
+    tree: dict[str, Path], before: LeakageReport, tmp_path: Path
+) -> None:
+    """With the hash cache the digests come from it (stored on the first run): same groups."""
+    file = write_decisions(
+        tmp_path / "decisions.csv",
+        [("copy", digest_of(before, "grey.png"), digest_of(before, "t3.png"))],
+    )
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        after = audit_splits(tree, workers=1, cache=cache, decisions=file)
+        assert sorted(map(sorted, members(after))) == [
+            ["grey.png", "t3.png"],
+            ["leak.jpg", "t0.png"],
+        ]
+        assert after.parameters["decisions"]["links_from_decisions"] == 1
