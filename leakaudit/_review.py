@@ -364,7 +364,10 @@ def _pair_row(
     digest_a, digest_b = digests[pair.row_a], digests[pair.row_b]
     distance = "" if pair.distance is None else f" (hash distance {pair.distance})"
     why = f'<td class="why">{_e(pair.why)}{_e(distance)}'
-    if digest_a and digest_b:
+    if digest_a and digest_a == digest_b:
+        why += '<div class="note">byte-identical files: always a copy</div>'
+        attributes = ""
+    elif digest_a and digest_b:
         name = f"d{digest_a}{digest_b}"
         controls = "".join(
             f'<label><input type="radio" name="{name}" value={_q(value)}> {label}</label> '

@@ -166,6 +166,11 @@ def _check_decision(decision: Decision, source: str) -> None:
                 f"{where}: {name} must be 16 lowercase hex digits (the report's digest "
                 f"column); got {value!r}."
             )
+    if decision.digest_a == decision.digest_b:
+        raise DecisionsFileError(
+            f"{where}: digest_a and digest_b name the same bytes (byte-identical files are "
+            "always copies); remove the row."
+        )
 
 
 def load_decisions(path: str | os.PathLike[str]) -> ReviewDecisions:

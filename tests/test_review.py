@@ -195,6 +195,7 @@ def test_stale_decision_is_reported_not_applied(
             r"decided twice, 'copy' \(line 2\) and 'not a copy' \(line 3\)",
         ),
         ('{"decisions": [{"decision": "copy"', r"line 1: not JSON"),
+        (HEADER + "copy,00000000000000aa,00000000000000aa,,\n", r"line 2: .* the same bytes"),
     ],
 )
 def test_malformed_file_names_the_file_and_line(tmp_path: Path, text: str, message: str) -> None:
@@ -399,3 +400,34 @@ def test_decisions_with_the_hash_cache(
             ["leak.jpg", "t0.png"],
         ]
         assert after.parameters["decisions"]["links_from_decisions"] == 1
+
+
+def test_no_decision_applies_no_change(
+    tree: dict[str, Path], before: LeakageReport, tmp_path: Path
+) -> None:
+    """Decisions that all agree with the audit (or a file with none) change no group."""
+    assert before.table is not None
+    empty = audit(tree, decisions=write_decisions(tmp_path / "empty.csv", []))
+    agreeing = audit(
+        tree,
+        decisions=write_decisions(
+            tmp_path / "agree.csv",
+            [("copy", digest_of(before, "t0.png"), digest_of(before, "leak.jpg"))],
+        ),
+    )
+    for after in (empty, agreeing):
+        assert after.table is not None
+        assert after.table["group_id"].tolist() == before.table["group_id"].tolist()
+    assert agreeing.parameters["decisions"]["confirmed"] == 1
+    assert agreeing.parameters["decisions"]["links_from_decisions"] == 0
+
+
+def test_byte_copies_get_no_controls(tmp_path: Path) -> None:
+    splits = {name: tmp_path / name for name in ("train", "test")}
+    for folder in splits.values():
+        folder.mkdir()
+    imagegen.photo_like(1, (64, 48)).save(splits["train"] / "a.png")
+    shutil.copyfile(splits["train"] / "a.png", splits["test"] / "a.png")
+    page = render_html(audit(splits))
+    assert "byte-identical files: always a copy" in page
+    assert 'type="radio"' not in page
