@@ -197,7 +197,7 @@ def near_misses(
     close = measured <= threshold
     rows, measured = rows[close], measured[close]
     order = np.lexsort((rows[:, 1], rows[:, 0], measured))[:limit]
-    paths = table["path"].astype(str).tolist() if "path" in table else None
+    paths = [str(p) for p in table["path"]] if "path" in table else None
     applied = report.parameters.get("decisions")
     apart = set(applied.get("apart", [])) if isinstance(applied, dict) else set()
     digests = table["digest"].tolist() if "digest" in table else [None] * len(table)
@@ -261,7 +261,7 @@ def content_digests(report: Any, rows: Sequence[int] | None = None) -> list[str 
         for pair in [*review_pairs(report), *near_misses(report, judge=False)]:
             wanted.update((pair.row_a, pair.row_b))
         rows = sorted(wanted)
-    paths = table["path"].astype(str).tolist() if "path" in table else None
+    paths = [str(p) for p in table["path"]] if "path" in table else None
     for row in rows:
         if digests[row] is None and paths is not None:
             readable = report.image_file(paths[row])
@@ -290,7 +290,7 @@ def review_section(
     controls). ``report_key`` names the browser storage the decisions persist in.
     """
     table: pd.DataFrame = report.table
-    paths = table["path"].astype(str).tolist()
+    paths = [str(p) for p in table["path"]]
     splits = table["split"].tolist()
     leaked = review_pairs(report) if leaked is None else leaked
     missed = near_misses(report) if missed is None else missed
