@@ -29,6 +29,7 @@ if typing.TYPE_CHECKING:
     )
     from leakaudit.calibrate import CalibrationResult, calibrate_threshold
     from leakaudit.cleaning import SplitPlan, clean_splits, split_groups
+    from leakaudit.decisions import ReviewDecisions, StaleDecisionWarning, load_decisions
     from leakaudit.errors import ImageLoadError, LeakageError, LeakauditError
     from leakaudit.frames import compute_hashes, find_duplicate_groups
     from leakaudit.hashing import (
@@ -67,7 +68,9 @@ __all__ = [
     "LeakauditError",
     "OrientationHashes",
     "RepeatedPathWarning",
+    "ReviewDecisions",
     "SplitPlan",
+    "StaleDecisionWarning",
     "ThresholdRuleWarning",
     "UnreadableImageWarning",
     "VerifyOptions",
@@ -84,6 +87,7 @@ __all__ = [
     "hamming_distance",
     "hash_sources",
     "list_image_files",
+    "load_decisions",
     "split_groups",
 ]
 
@@ -97,6 +101,9 @@ _HOMES = {
     "SplitPlan": "leakaudit.cleaning",
     "clean_splits": "leakaudit.cleaning",
     "split_groups": "leakaudit.cleaning",
+    "ReviewDecisions": "leakaudit.decisions",
+    "StaleDecisionWarning": "leakaudit.decisions",
+    "load_decisions": "leakaudit.decisions",
     "ImageLoadError": "leakaudit.errors",
     "LeakageError": "leakaudit.errors",
     "LeakauditError": "leakaudit.errors",

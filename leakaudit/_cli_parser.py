@@ -219,6 +219,16 @@ def _add_common(parser: argparse.ArgumentParser, *, hashes_out: bool = False) ->
     )
     _add_min_support(group)
     group.add_argument(
+        "--decisions",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a reviewer's decisions (the CSV the HTML report's Save decisions button writes): "
+        "a 'not a copy' pair never links, a 'copy' pair always links; images are named by "
+        "the digest of their bytes, so renamed or moved files keep their decisions, and "
+        "decisions whose image changed are listed, not applied (docs/review.md)",
+    )
+    group.add_argument(
         "--sscd",
         action="store_true",
         help="also link tiny images (shorter side <= 64 px) to their nearest image of another "

@@ -7,7 +7,7 @@ tables (``export``) and the HTML report all take their names from here.
 
 from __future__ import annotations
 
-__all__ = ["COPY_KIND", "EDGE_COLUMNS", "EDGE_STAGES", "PAIR_STAGES", "TRANSITIVE"]
+__all__ = ["COPY_KIND", "DECISION", "EDGE_COLUMNS", "EDGE_STAGES", "PAIR_STAGES", "TRANSITIVE"]
 
 #: Columns of :attr:`leakaudit.report.LeakageReport.edges`: the verified pairs that built
 #: the groups.
@@ -18,8 +18,10 @@ EDGE_COLUMNS = ["row_a", "row_b", "stage", "distance", "similarity", "inliers", 
 COPY_KIND = "copy_kind"
 #: Values of an edge's ``stage`` (and of a leaked group's ``evidence``): the stage that
 #: accepted the pair. Byte copies, hashes within the verified link distance, the pixel
-#: check, the geometric check, the tiny-photo registration net, the embedding stage.
-EDGE_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding")
+#: check, the geometric check, the tiny-photo registration net, the embedding stage, and a
+#: reviewer's "copy" decision (:mod:`leakaudit.decisions`).
+DECISION = "decision"
+EDGE_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding", DECISION)
 #: What a group's ``evidence`` (and a pair's, in the tables) says when no verified pair
 #: joins two of its splits directly: its splits are joined only through members of one split.
 TRANSITIVE = "transitive"

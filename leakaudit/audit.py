@@ -21,6 +21,7 @@ from PIL import Image
 
 from leakaudit._validation import check_bool, describe
 from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
+from leakaudit.decisions import ReviewDecisions, apply_decisions, load_decisions
 from leakaudit.embedding import run_embedding_stage
 from leakaudit.frames import frame_from_hash_table
 from leakaudit.grouping import link_labels
@@ -51,14 +52,18 @@ if TYPE_CHECKING:
 
 #: What ``verify=`` takes: "auto", True, False or a :class:`~leakaudit.verify.VerifyOptions`.
 VerifySpec = bool | str | VerifyOptions
+#: What ``decisions=`` takes: a decisions file, or :class:`~leakaudit.decisions.ReviewDecisions`.
+DecisionsSpec = ReviewDecisions | str | os.PathLike[str] | None
 
 __all__ = [
+    "DecisionsSpec",
     "VerifySpec",
     "audit_hash_table",
     "audit_sources",
     "audit_splits",
     "decode_parameters",
     "hashing_options",
+    "resolve_decisions",
     "source_digest",
     "wants_crop_entries",
 ]
@@ -128,6 +133,7 @@ def audit_sources(
     embedding: EmbeddingStage | None = None,
     dihedral: bool = True,
     verify: VerifySpec = "auto",
+    decisions: DecisionsSpec = None,
 ) -> LeakageReport:
     """Hash, group and audit images given as paths, bytes or PIL images.
 
@@ -143,6 +149,7 @@ def audit_sources(
         What to call each image in the table's ``path`` column (defaults to
         the path, or a description for in-memory images).
     method, threshold, workers, progress, on_error, decode, cache, embedding, dihedral, verify
+    decisions
         As in :func:`audit_splits`.
     extra_parameters : mapping, optional
         Recorded in the report's ``parameters``.
@@ -157,6 +164,7 @@ def audit_sources(
     """
     resolve_threshold(method, threshold)
     check_bool("dihedral", dihedral)
+    review = resolve_decisions(decisions, verify=verify, method=method, threshold=threshold)
     items = list(sources)
     labels = list(split)
     if len(labels) != len(items):
@@ -194,6 +202,7 @@ def audit_sources(
         decode=options,
         workers=workers,
         files=files,
+        decisions=review,
     )
     if report.table is not None:
         _fill_copy_digests(report.table, table, items, files, options.max_file_bytes)
@@ -294,6 +303,7 @@ def audit_hash_table(
     decode: DecodeOptions | None = None,
     workers: int | None = None,
     files: CachedFiles | None = None,
+    decisions: DecisionsSpec = None,
 ) -> LeakageReport:
     """Group and audit images whose hashes are already computed.
 
@@ -335,12 +345,16 @@ def audit_hash_table(
         :func:`leakaudit.cache.hash_sources_with_files`): verification then
         keeps the thumbnails of tiny images in the cache too, so an audit of
         unchanged files decodes none of them again.
+    decisions : path-like or ReviewDecisions, optional
+        As in :func:`audit_splits`; each row's byte digest is read from
+        ``images`` (default the table's file paths), or the hash cache's ``files``.
 
     Returns
     -------
     LeakageReport
     """
     search_threshold = resolve_threshold(method, threshold)
+    review = resolve_decisions(decisions, verify=verify, method=method, threshold=threshold)
     check_bool("dihedral", dihedral)
     if dihedral and table.orientations is None:
         raise ValueError(
@@ -457,6 +471,27 @@ def audit_hash_table(
         parameters.update(embedding.parameters())
         parameters["embedded_images"] = result.n_embedded
     parameters.update(extra_parameters or {})
+    if review is not None:
+        if edges is None:
+            raise ValueError(
+                "decisions apply to the verified audit (verify='auto' or True, method "
+                "'phash+dhash', one threshold, the images readable again); verification did "
+                f"not run: {parameters['verification'].get('why', 'verify=False')}."
+                if isinstance(parameters.get("verification"), Mapping)
+                else "decisions apply to the verified audit; verification did not run."
+            )
+        digests = _content_digests(table, images, files, resolve_decode(decode).max_file_bytes)
+        applied = apply_decisions(
+            review, digests, edges, frame["group_id"].to_numpy(dtype=np.int64)
+        )
+        frame["group_id"] = applied.labels
+        # Every row's digest: the key the decisions (and the next review) use.
+        frame["digest"] = [
+            d if d is not None else k for d, k in zip(digests, frame["digest"], strict=True)
+        ]
+        edges = applied.edges
+        parameters["stages"] = [*parameters.get("stages", []), "decisions"]
+        parameters["decisions"] = applied.parameters(review.source)
     return dhash_audit(
         frame,
         parameters=parameters,
@@ -464,6 +499,71 @@ def audit_hash_table(
         orientations=_whole_entries(table.orientations) if dihedral else None,
         edges=edges,
     )
+
+
+def resolve_decisions(
+    decisions: DecisionsSpec,
+    *,
+    verify: VerifySpec = "auto",
+    method: str = DEFAULT_METHOD,
+    threshold: ThresholdSpec = None,
+) -> ReviewDecisions | None:
+    """``decisions=`` as :class:`~leakaudit.decisions.ReviewDecisions`, checked before any
+    image is hashed: a malformed file, or settings that cannot apply decisions (they edit
+    the verified pairs, which ``verify=False``, another method or per-source thresholds
+    do not make), stop the run at once."""
+    if decisions is None:
+        return None
+    if isinstance(decisions, ReviewDecisions):
+        review = decisions
+    elif isinstance(decisions, (str, os.PathLike)):
+        review = load_decisions(decisions)
+    else:
+        raise TypeError(
+            "decisions must be a decisions file (path) or a ReviewDecisions; "
+            f"got {describe(decisions)}."
+        )
+    if verify is False or method != "phash+dhash" or isinstance(threshold, Mapping):
+        why = (
+            "verify=False"
+            if verify is False
+            else f"method={method!r}"
+            if method != "phash+dhash"
+            else "per-source thresholds"
+        )
+        raise ValueError(
+            "decisions apply to the verified audit (method 'phash+dhash', one threshold, "
+            f"verification on); got {why}."
+        )
+    return review
+
+
+def _content_digests(
+    table: HashTable,
+    images: Sequence[Any] | None,
+    files: CachedFiles | None,
+    max_bytes: int,
+) -> list[str | None]:
+    """Every readable row's byte digest (16 hex digits), the key of a review decision.
+
+    Served by the hash cache where it knows the file (read once, then stored with its
+    entry); otherwise read from ``images`` or the table's file paths.
+    """
+    valid = np.asarray(table.valid, dtype=bool)
+    rows = np.flatnonzero(valid).tolist()
+    known = files.file_digests(rows) if files is not None else {}
+    sources: list[Any]
+    if images is not None and len(images) == len(valid):
+        sources = list(images)
+    else:
+        sources = [None if _IN_MEMORY_NAME.fullmatch(name) else name for name in table.sources]
+    digests: list[str | None] = [None] * len(valid)
+    for row in rows:
+        if row in known:
+            digests[row] = f"{known[row]:016x}"
+        elif sources[row] is not None:
+            digests[row] = source_digest(sources[row], max_bytes=max_bytes)
+    return digests
 
 
 def _verify_options(verify: Any, method: str, per_row_limits: bool) -> VerifyOptions | None:
@@ -578,6 +678,7 @@ def audit_splits(
     dihedral: bool = True,
     root: str | os.PathLike[str] | None = None,
     verify: VerifySpec = "auto",
+    decisions: DecisionsSpec = None,
 ) -> LeakageReport:
     """Audit dataset splits for near-duplicate leakage in one call.
 
@@ -654,6 +755,16 @@ def audit_splits(
         ``report.parameters["stages"]``, each linked pair's evidence in
         ``report.edges``. With ``dihedral=True`` it also indexes the crop and
         rotation entries (``hash_sources(..., crop_entries=True)``).
+    decisions : path-like or ReviewDecisions, optional
+        A reviewer's decisions (:mod:`leakaudit.decisions`; the file the HTML
+        report's review controls save): a "not a copy" pair never links, a
+        "copy" pair always links (stage ``decision`` in ``report.edges``).
+        They name images by the digest of their bytes, so they survive renames
+        and moves; a decision whose image is not among the audited ones (it
+        changed) is not applied and is named in a
+        :class:`~leakaudit.decisions.StaleDecisionWarning`. What they did is in
+        ``report.parameters["decisions"]``. Needs the verified audit; reads
+        every image's bytes once for its digest (kept in the hash cache).
 
     Returns
     -------
@@ -681,6 +792,7 @@ def audit_splits(
     if not splits:
         raise ValueError("splits must name at least one split; got an empty mapping.")
     resolve_threshold(method, threshold)
+    review = resolve_decisions(decisions, verify=verify, method=method, threshold=threshold)
     sources: list[Any] = []
     labels: list[str] = []
     tops: list[str | None] = []
@@ -705,5 +817,6 @@ def audit_splits(
         embedding=embedding,
         dihedral=dihedral,
         verify=verify,
+        decisions=review,
     )
     return report.with_splits(every_split)  # an empty split keeps its row

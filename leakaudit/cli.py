@@ -214,6 +214,7 @@ def _run_audit(
                 dihedral=args.dihedral,
                 root=root,
                 verify=_verify_spec(args),
+                decisions=getattr(args, "decisions", None),
             )
             if getattr(args, "sscd", False):
                 report = _with_sscd(report, args, decode)

@@ -1,7 +1,8 @@
 """A self-contained HTML rendering of a :class:`~leakaudit.report.LeakageReport`.
 
 One file, no external resources (thumbnails are embedded as base64 JPEG data
-URIs, the histogram is inline SVG, the style sheet is inline, no script), so it
+URIs, the histogram is inline SVG, the style sheet is inline; the one script is
+the review section's, :mod:`leakaudit._review`, allowed by its hash), so it
 opens offline and can be attached to a bug report or a CI artifact.
 
 Every string that comes from the data (file names, split names, error
@@ -33,8 +34,18 @@ from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_nei
 from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
 from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
 from leakaudit._progress import Progress, progress_enabled
+from leakaudit._review import (
+    REVIEW_SCRIPT,
+    REVIEW_STYLE,
+    content_digests,
+    near_misses,
+    report_key,
+    review_pairs,
+    review_section,
+    script_hash,
+)
 from leakaudit._text import printable
-from leakaudit._validation import check_int
+from leakaudit._validation import check_bool, check_int
 from leakaudit._version import __version__
 from leakaudit.distances import PairDistances
 from leakaudit.export import PairKinds, evidence_text, spanning_group_ids, split_table
@@ -246,7 +257,9 @@ class _Page:
         nn_sample: int,
         progress: bool | None,
         impact: ScoreImpact | None = None,
+        review: bool = False,
     ) -> None:
+        self.review = review
         self.report = report
         # Accuracy on leaked and clean images, when predictions were given: after the summary.
         self.impact = "" if impact is None else impact_section(impact)
@@ -462,6 +475,7 @@ class _Renderer(_Page):
         nn_sample: int,
         progress: bool | None,
         impact: ScoreImpact | None = None,
+        review: bool = False,
     ) -> None:
         super().__init__(
             report,
@@ -472,6 +486,7 @@ class _Renderer(_Page):
             nn_sample=nn_sample,
             progress=progress,
             impact=impact,
+            review=review,
         )
         if report.table is None:
             raise ValueError("report has no table (it was rebuilt from JSON); re-run the audit.")
@@ -513,10 +528,36 @@ class _Renderer(_Page):
                 sample=self.nn_sample,
             ),
             *cards.sections(leaked, within),
+            self.review_html(cards),
             self.unreadable(),
             self.details(),
         ]
-        return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
+        if not self.review:
+            return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
+        body.append(f"<script>{REVIEW_SCRIPT}</script>")
+        return _PAGE.format(
+            title=_e(self.title),
+            csp=f"{_CSP}; script-src {script_hash()}",
+            style=_STYLE + REVIEW_STYLE,
+            body="\n".join(body),
+        ).replace('<html lang="en">', '<html lang="en" class="no-js">', 1)
+
+    def review_html(self, cards: _GroupCards) -> str:
+        """The review section (:mod:`leakaudit._review`): leaked pairs and near-misses."""
+        if not self.review:
+            return ""
+        leaked, missed = review_pairs(self.report), near_misses(self.report)
+        rows = sorted({row for pair in [*leaked, *missed] for row in (pair.row_a, pair.row_b)})
+        return review_section(
+            self.report,
+            content_digests(self.report, rows),
+            thumbnail=cards.thumbnail_of,
+            display_path=self.display_path,
+            badge=self.badge,
+            report_key=report_key(self.root, self.title),
+            leaked=leaked,
+            missed=missed,
+        )
 
     def unreadable(self) -> str:
         head = '<section id="unreadable"><h2>Unreadable files'
@@ -695,6 +736,13 @@ class _GroupCards:
         shared = (sizes.to_numpy() > 1) & ~sizes.index.isin(leaked)
         within: list[Any] = sizes.index[shared].tolist()
         return leaked, within
+
+    def thumbnail_of(self, path: str) -> str | None:
+        """The thumbnail of ``path`` (made once, shared by the group cards and the review)."""
+        if path not in self.thumbs:
+            readable = self.report.image_file(path)
+            self.thumbs[path] = _thumbnail(readable, self.page.thumbnail_size) if readable else None
+        return self.thumbs[path]
 
     def load_thumbnails(self, paths: list[str]) -> None:
         enabled = progress_enabled(self.page.progress, len(paths))
@@ -925,6 +973,7 @@ def render_html(
     nn_sample: int = 2000,
     progress: bool | None = False,
     impact: ScoreImpact | None = None,
+    review: bool = True,
 ) -> str:
     """Return a self-contained HTML page describing ``report``.
 
@@ -965,6 +1014,13 @@ def render_html(
     impact : ScoreImpact, optional
         A model's accuracy on the leaked and the clean images
         (:meth:`LeakageReport.score_impact`), shown after the summary.
+    review : bool, default True
+        The review section (:mod:`leakaudit._review`, ``docs/review.md``): "copy" /
+        "not a copy" controls on every leaked pair and on the closest near-misses
+        (with the judge's reason), kept in the browser and saved as the decisions
+        file ``audit_splits(..., decisions=)`` reads. Its one inline script is
+        allowed by its hash; without script (or printed) the page reads as before.
+        False: no script at all. Needs the report's table.
 
     Returns
     -------
@@ -995,6 +1051,7 @@ def render_html(
         nn_sample=check_int("nn_sample", nn_sample, 1),
         progress=progress,
         impact=impact,
+        review=check_bool("review", review) and report.table is not None,
     )
     return renderer.render()
 
@@ -1073,6 +1130,7 @@ table.matrix td.edge { outline: 2px solid #135a2a; outline-offset: -2px; }
 .ev.ev-geometry { background: #4a4a9a; }
 .ev.ev-registered { background: #2a7a6a; }
 .ev.ev-embedding { background: #a0307a; }
+.ev.ev-decision { background: #5a3aa0; }
 .ev.transitive { background: #fff3cd; color: #7a4a00; border: 1px solid #c08a00; }
 .strength { display: inline-block; font-size: 12px; color: #333; margin-left: 6px;
             border: 1px solid #bbb; border-radius: 4px; padding: 0 5px; }

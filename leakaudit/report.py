@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from leakaudit._decision_text import decision_lines
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS, TRANSITIVE
 from leakaudit._parameters import AuditParameters
 from leakaudit._spanning import spanning_group_ids
@@ -331,13 +332,14 @@ class LeakageReport:
         shown = {
             k: v
             for k, v in self.parameters.items()
-            if k not in ("stages", "verification", "images")  # their own lines
+            if k not in ("stages", "verification", "images", "decisions")  # their own lines
         }
         if shown:
             lines.append(
                 "Parameters: " + ", ".join(printable(f"{k}={v}") for k, v in shown.items())
             )
         lines.extend(self._verification_lines())
+        lines.extend(decision_lines(self.parameters.get("decisions")))
         lines.append("")
         leaked = self.leaked_images_by_split()
         width = max([5, *(len(printable(str(s))) for s in self.images_by_split.index)])

@@ -55,9 +55,14 @@ def test_report_sections_and_escaping(report: LeakageReport) -> None:
     assert "&lt;b&gt;title&lt;/b&gt;" in page and "<b>title</b>" not in page
     # Self-contained: every image is a data URI, nothing is fetched.
     assert re.findall(r'<img src="(?!data:image/jpeg;base64,)', page) == []
-    assert page.count('<img src="data:image/jpeg;base64,') == 6  # 2 leaked + 1 within, x2
-    for needle in ("<script", "<link", "href=", "url(", 'src="http'):
+    assert page.count('<img src="data:image/jpeg;base64,') == 10  # 2 leaked + 1 within, x2
+    # ... and the review section's 2 leaked pairs, x2 (test_review.py tests the section).
+    for needle in ("<link", "href=", "url(", 'src="http'):
         assert needle not in page
+    assert page.count("<script") == 1  # the review's own script, allowed by its hash
+    plain = render_html(report, title="<b>title</b>", review=False)
+    assert plain.count('<img src="data:image/jpeg;base64,') == 6
+    assert "<script" not in plain and "&lt;img src=x onerror=alert(1)&gt;.png" in plain
     assert "broken.png" in page  # the unreadable file is listed, with its reason
     assert "<svg" in page and "threshold 8" in page
     assert "phash+dhash" in page  # the parameters used
