@@ -23,6 +23,8 @@ from itertools import permutations
 import numpy as np
 from numpy.typing import NDArray
 
+__all__ = ["LUMA", "mapped_colours"]
+
 #: Rec. 601 luma weights.
 LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 #: A target whose second colour axis carries at most this share of its first's spread

@@ -33,8 +33,9 @@ HEADER = "decision,digest_a,digest_b,path_a,path_b\n"
 
 def build_tree(root: Path) -> dict[str, Path]:
     """train/test: one planted leak (t0 ~ test/leak.jpg, a re-encode) and one near-miss the
-    judge rejects by design (icon.png ~ test/recoloured.png, the icon with its red and blue
-    swapped: hashes close, colours not)."""
+    judge rejects by design (icon.png ~ test/recoloured.png, the icon with red and blue
+    swapped in its upper half only: hashes close, and no global colour map explains a part
+    recoloured)."""
     splits = {name: root / name for name in ("train", "test")}
     for folder in splits.values():
         folder.mkdir(parents=True)
@@ -44,7 +45,8 @@ def build_tree(root: Path) -> dict[str, Path]:
     icon = imagegen.icon(5, 6)
     icon.save(splits["train"] / "icon.png")
     swapped = np.asarray(icon).copy()
-    swapped[..., :3] = swapped[..., [2, 1, 0]]
+    half = swapped.shape[0] // 2
+    swapped[:half, :, :3] = swapped[:half, :, [2, 1, 0]]
     Image.fromarray(swapped).save(splits["test"] / "recoloured.png")
     imagegen.photo_like(7, (64, 48)).save(splits["test"] / "s7.png")
     return splits
