@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, TRANSITIVE
+from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, EVIDENCE_MEANING, TRANSITIVE
 from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_neighbour_distances
 from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
 from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
 from leakaudit._progress import Progress, progress_enabled
-from leakaudit._text import printable
+from leakaudit._text import bits, printable
 from leakaudit._validation import check_int
 from leakaudit._version import __version__
 from leakaudit.distances import PairDistances
@@ -147,6 +147,11 @@ def _histogram_section(
     return head + note + _histogram_svg(counts, threshold) + "</section>"
 
 
+#: What the "match" figure of a verified pair (its strength) means, as a tooltip.
+_MATCH_TITLE = (
+    "how closely the verified pair matched, 0 to 1: 1 = identical files, "
+    "up to 0.99 = the pixels compared"
+)
 _TRANSITIVE_BADGE = "transitive: linked only through same-split chains"
 
 
@@ -166,12 +171,13 @@ def evidence_badges(evidence: object, strength: object) -> str:
     if evidence == TRANSITIVE:
         return f'<span class="ev transitive">{_e(_TRANSITIVE_BADGE)}</span>'
     value = _strength(strength)
-    badge = f'<span class="ev {_stage_class(evidence)}">evidence: {_e(evidence)}</span>'
+    meaning = EVIDENCE_MEANING.get(evidence, "")
+    badge = (
+        f'<span class="ev {_stage_class(evidence)}" title="{_e(meaning)}">'
+        f"evidence: {_e(evidence)}</span>"
+    )
     if value is not None:
-        badge += (
-            f'<span class="strength" title="evidence strength in [0, 1]; 1 = byte copy">'
-            f"strength {value:.2f}</span>"
-        )
+        badge += f'<span class="strength" title="{_MATCH_TITLE}">match {value:.2f}</span>'
     return badge
 
 
@@ -623,7 +629,7 @@ class _GroupCards:
         self.load_thumbnails(sorted(needed))
         order = (
             "Strongest evidence first: byte copies, then pairs verified by their pixels or "
-            "geometry (by strength); groups whose splits are linked only through chains of "
+            "geometry (closest match first); groups whose splits are linked only through chains of "
             "same-split images (transitive) last. Each group shows a member of every split it "
             "touches, and the verified pair that joins two splits."
             if self.ordered_by_evidence()
@@ -766,8 +772,11 @@ class _GroupCards:
             f'<article class="{cls}" id="{"g" if leaked else "w"}{_e(group_id)}" '
             f'data-group-id="{_e(group_id)}"{_evidence_attribute(evidence)}>'
             f"<h3>Group {_e(group_id)} "
-            f'<span class="meta">{len(rows)} images ({summary}); largest distance shown '
-            f"{spread}</span>{evidence_badges(evidence, strength)}</h3>"
+            f'<span class="meta">{len(rows)} images ({summary}); '
+            f'<span title="the largest hash distance between two members shown, of 64 bits">'
+            f"{'identical hashes' if spread == 0 else f'hashes up to {bits(spread)} apart'}"
+            "</span></span>"
+            f"{evidence_badges(evidence, strength)}</h3>"
         ]
         out.append('<div class="members">')
         for number, row in enumerate(shown, 1):
@@ -842,7 +851,8 @@ class _GroupCards:
             items.append(
                 f'<li>{ends[0]} &harr; {ends[1]}: <b class="kind">{_e(kind)}</b> '
                 f'<span class="ev {_stage_class(self.edges.stage[e])}">{_e(detail)}</span> '
-                f'<span class="strength">strength {float(self.edges.strength[e]):.2f}</span></li>'
+                f'<span class="strength" title="{_MATCH_TITLE}">'
+                f"match {float(self.edges.strength[e]):.2f}</span></li>"
             )
         more = (
             f'<li class="omitted">{len(cross) - 5} more verified pair(s) across splits</li>'
