@@ -29,8 +29,7 @@ from numpy.typing import NDArray
 
 from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, EVIDENCE_MEANING, TRANSITIVE
 from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_neighbour_distances
-from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
-from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
+from leakaudit._nearest_neighbours import histogram_section as _histogram_section
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._text import bits, printable
 from leakaudit._validation import check_int
@@ -70,6 +69,16 @@ def _e(value: object) -> str:
     return html.escape(printable(str(value)), quote=True)
 
 
+def _path_html(path: str) -> str:
+    """``path`` escaped, with a line-break opportunity after each ``/`` and ``_``: a long
+    path wraps between its parts, not in the middle of a name. (Not after a backslash:
+    the escapes of invisible characters, ``\\u202e``, are written with one.)"""
+    escaped = _e(path)
+    for separator in ("/", "_"):
+        escaped = escaped.replace(separator, separator + "<wbr>")
+    return escaped
+
+
 def _q(value: object) -> str:
     """An escaped, double-quoted attribute value."""
     return f'"{_e(value)}"'
@@ -89,13 +98,22 @@ def _thumbnail(path: str, size: int) -> str | None:
                 opened.draft("RGB", (size * 2, size * 2))  # JPEG: decode at reduced size
                 image = ImageOps.exif_transpose(opened)
                 image.thumbnail((size, size))
+                factor = size // max(image.size)
+                if factor >= 2:
+                    # A small image (CIFAR's 32 px) is enlarged by whole pixels, nearest
+                    # neighbour, so a person can judge it: each pixel a sharp square.
+                    image = image.resize(
+                        (image.width * factor, image.height * factor), Image.Resampling.NEAREST
+                    )
                 if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
                     rgba = image.convert("RGBA")
                     image = Image.new("RGB", rgba.size, (255, 255, 255))
                     image.paste(rgba, mask=rgba.getchannel("A"))
                 image = image.convert("RGB")
                 buffer = io.BytesIO()
-                image.save(buffer, "JPEG", quality=75)
+                # An enlarged image keeps its sharp pixels: fine quality, no chroma halving.
+                fine = {"quality": 92, "subsampling": 0} if factor >= 2 else {"quality": 75}
+                image.save(buffer, "JPEG", **fine)
     except Exception:  # any decode failure just means "no preview"
         return None
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -110,41 +128,6 @@ def _common_root(paths: Iterable[str]) -> str | None:
     except ValueError:  # mixed absolute and relative paths, or different drives
         return None
     return root if root and root not in values else None
-
-
-def _histogram_section(
-    table: pd.DataFrame,
-    columns: list[NDArray[np.uint64]],
-    valid: NDArray[np.bool_],
-    *,
-    method: str | None,
-    threshold: int | None,
-    sample: int,
-) -> str:
-    """The nearest-neighbour histogram section, threshold marked."""
-    found = _nearest_neighbours(table, columns, valid, sample=sample, seed=0)
-    head = '<section id="histogram"><h2>Nearest-neighbour distances</h2>'
-    if found.distances.size == 0:
-        return head + "<p>Fewer than two readable images: nothing to plot.</p></section>"
-    what = (
-        f"the {found.n_images} readable images (exact)"
-        if found.exact
-        else f"a random sample of {found.distances.size} of {found.n_images} readable images, "
-        "each against all of them (exact per sampled image)"
-    )
-    measure = (
-        "the larger of its pHash and dHash distances"
-        if method == "phash+dhash"
-        else f"{_e(method or 'hash')} Hamming distance"
-    )
-    counts = np.bincount(found.distances, minlength=65)[:65]
-    note = (
-        f"<p>For each of {what}, the distance ({measure}) to its nearest other image. "
-        "Blank or near-flat images are left out. Images at or left of the threshold line "
-        "have a duplicate; a clear gap between the two humps means the threshold is easy to "
-        "place. Bar heights are on a log scale; hover a bar for its count.</p>"
-    )
-    return head + note + _histogram_svg(counts, threshold) + "</section>"
 
 
 #: What the "match" figure of a verified pair (its strength) means, as a tooltip.
@@ -497,10 +480,12 @@ class _Renderer(_Page):
     def render(self) -> str:
         cards = _GroupCards(self)
         leaked, within = cards.group_order()
+        # The groups first, right under the verdict and the split table: the first pair is on
+        # the first screen; the histogram, verification and parameters follow them.
         body = [
             self.header(),
             self.summary(),
-            self.verification(),
+            *cards.sections(leaked, within),
             _histogram_section(
                 self.table,
                 self.columns,
@@ -508,12 +493,18 @@ class _Renderer(_Page):
                 method=self.method,
                 threshold=self.threshold,
                 sample=self.nn_sample,
+                leaked=self.leaked_rows(),
             ),
-            *cards.sections(leaked, within),
+            self.verification(),
             self.unreadable(),
             self.details(),
         ]
         return _PAGE.format(title=_e(self.title), csp=_CSP, style=_STYLE, body="\n".join(body))
+
+    def leaked_rows(self) -> NDArray[np.int64]:
+        """The rows of the images in leaked groups (marked on the histogram)."""
+        ids = self.report.leaked_groups["group_id"].to_numpy()
+        return np.flatnonzero(np.isin(self.group_ids, ids)).astype(np.int64)
 
     def unreadable(self) -> str:
         head = '<section id="unreadable"><h2>Unreadable files'
@@ -532,7 +523,7 @@ class _Renderer(_Page):
             for row in bad.head(1000).itertuples(index=False):
                 out.append(
                     f"<tr><td>{self.badge(row.split)}</td>"
-                    f'<td class="path">{_e(self.display_path(str(row.path)))}</td>'
+                    f'<td class="path">{_path_html(self.display_path(str(row.path)))}</td>'
                     f"<td>{_e(row.error)}</td></tr>"
                 )
             out.append("</tbody></table>")
@@ -792,7 +783,8 @@ class _GroupCards:
                 f'<figure class="member"{"" if split is None else " data-split=" + _q(split)}>'
                 f'<div class="thumb">{image}</div><figcaption>'
                 f'<span class="num">#{number}</span> {self.badge(self.splits[row])}'
-                f'<span class="path">{_e(self.display_path(path))}</span></figcaption></figure>'
+                f'<span class="path">{_path_html(self.display_path(path))}</span>'
+                "</figcaption></figure>"
             )
         out.append("</div>")
         if leaked:
@@ -809,7 +801,7 @@ class _GroupCards:
             rest = [r for r in rows if r not in showing]
             listed = "".join(
                 f"<li>{self.badge(self.splits[r])} "
-                f'<span class="path">{_e(self.display_path(self.paths[r]))}</span></li>'
+                f'<span class="path">{_path_html(self.display_path(self.paths[r]))}</span></li>'
                 for r in rest[:200]
             )
             more = " (first 200 listed)" if len(rest) > 200 else ""
@@ -838,7 +830,7 @@ class _GroupCards:
             ends = [
                 f"{self.badge(self.splits[r])}"
                 + (f"#{number[r]}" if r in number else "")
-                + f' <span class="path">{_e(self.display_path(self.paths[r]))}</span>'
+                + f' <span class="path">{_path_html(self.display_path(self.paths[r]))}</span>'
                 for r in (a, b)
             ]
             detail = evidence_text(
@@ -909,10 +901,11 @@ class _GroupCards:
                     cells.append(f'<td{cls} title="{_e(detail)}">{value}{mark}</td>')
             body.append(f"<tr><th>#{i}</th>{''.join(cells)}</tr>")
         return (
-            '<table class="matrix"><caption>Pairwise distances (highlighted: across splits; '
+            '<div class="scroll"><table class="matrix"><caption>Pairwise distances '
+            "(highlighted: across splits; "
             + ("&#10003;: a verified pair; " if self.edges.present else "")
             + "hover for each hash)</caption>"
-            f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
         )
 
 
@@ -1038,12 +1031,19 @@ tr.total td { font-weight: 600; }
 figure.member { margin: 0; width: 150px; }
 .thumb { width: 150px; height: 100px; display: flex; align-items: center; justify-content: center;
          background: #eee; border-radius: 4px; overflow: hidden; }
-.thumb img { max-width: 100%; max-height: 100%; }
+.thumb img { max-width: 100%; max-height: 100%; image-rendering: pixelated; }
+.scroll { max-width: 100%; overflow-x: auto; }
+@media (max-width: 640px) {
+  header, section { padding: 6px 10px; }
+  th, td { padding: 3px 5px; }
+  table.summary { font-size: 13px; }
+  .group { padding: 8px; }
+}
 .nothumb { color: #888; font-size: 12px; }
-figcaption { font-size: 12px; margin-top: 4px; word-break: break-all; }
+figcaption { font-size: 12px; margin-top: 4px; overflow-wrap: break-word; }
 .num { color: #666; margin-right: 4px; }
 .path { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px;
-        word-break: break-all; }
+        overflow-wrap: break-word; }
 table.matrix { margin-top: 8px; font-size: 12px; }
 table.matrix caption { text-align: left; white-space: nowrap; color: #555; font-size: 12px;
                        padding: 2px 0; }
@@ -1057,6 +1057,8 @@ svg.hist .grid { stroke: #eee; }
 svg.hist .tick { font-size: 11px; fill: #555; }
 svg.hist rect.linked { fill: #c33; }
 svg.hist rect.apart { fill: #5b7ea6; }
+svg.hist rect.leak { fill: #6a0000; }
+.leakmark { color: #fff; background: #6a0000; padding: 0 4px; border-radius: 3px; }
 svg.hist .cut { stroke: #111; stroke-dasharray: 4 3; stroke-width: 1.5; }
 svg.hist .cutlabel { font-size: 12px; fill: #111; }
 table.params th { font-weight: 600; background: #fafafa; }
