@@ -408,12 +408,13 @@ def audit_hash_table(
             thumbnail_cache=None if files is None else files.thumbnails,
         )
         frame["group_id"] = labels
-        # Words only: a pair worded vaguely is checked on its images (shifted, brightened...).
+        # Words only: a leaked pair worded vaguely is checked on its images (shifted, ...).
         edges = describe_copies(
             verified.edges,
             sources,
             [str(path) for path in frame["path"].tolist()],
             resolve_decode(decode),
+            frame["split"].tolist(),
         )
         verification = verified.parameters()
         stages = ["hash candidates", *verified.stages]

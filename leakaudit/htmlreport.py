@@ -285,7 +285,29 @@ class _Page:
                 "near-duplicate in another split.</p>"
             )
         root = f'<p class="root">Paths are relative to <code>{_e(self.root)}</code>.</p>'
-        return f"<header><h1>{_e(self.title)}</h1>{verdict}{root if self.root else ''}</header>"
+        return (
+            f"<header><h1>{_e(self.title)}</h1>{verdict}{self.checked()}"
+            f"{root if self.root else ''}</header>"
+        )
+
+    def checked(self) -> str:
+        """One line under the verdict: what verification did (its section follows the groups)."""
+        counts = self.report.parameters.get("verification")
+        if not isinstance(counts, Mapping):
+            return ""
+        if counts.get("ran") is False:
+            return (
+                f'<p class="checked">Verification did not run ({_e(counts.get("why", ""))}): '
+                "pairs were linked by the hash threshold alone.</p>"
+            )
+        found = [counts.get(k) for k in ("candidates", "verified", "rejected")]
+        if not all(isinstance(v, (int, np.integer)) for v in found):
+            return ""
+        return (
+            f'<p class="checked">The hashes proposed {found[0]} candidate pair(s); verification '
+            f"accepted {found[1]} and rejected {found[2]} (stages and counts below the "
+            "groups).</p>"
+        )
 
     def summary(self) -> str:
         frame = split_table(self.report)
@@ -631,8 +653,9 @@ class _GroupCards:
             self.groups_section(
                 "leaked",
                 "Leaked groups",
-                "Duplicate groups whose members sit in more than one split: the leakage. " + order,
+                "Duplicate groups whose members sit in more than one split: the leakage.",
                 leaked,
+                order,
             ),
             self.groups_section(
                 "within",
@@ -729,8 +752,12 @@ class _GroupCards:
 
     # --------------------------------------------------------------- sections
 
-    def groups_section(self, anchor: str, heading: str, intro: str, groups: list[Any]) -> str:
+    def groups_section(
+        self, anchor: str, heading: str, intro: str, groups: list[Any], order: str = ""
+    ) -> str:
         out = [f'<section id="{anchor}"><h2>{heading} ({len(groups)})</h2><p>{intro}</p>']
+        if order:  # collapsed: the first group stays on the first screen
+            out.append(f'<details class="order"><summary>Their order</summary>{order}</details>')
         if not groups:
             out.append('<p class="none">None.</p>')
         for group_id in groups[: self.max_groups]:
@@ -1008,8 +1035,10 @@ _STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
        color: #1d1d1f; background: #f5f5f7; }
 header, section { max-width: 1200px; margin: 0 auto; padding: 8px 24px; }
-h1 { font-size: 24px; margin: 16px 0 4px; }
-h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 28px; }
+h1 { font-size: 22px; margin: 12px 0 4px; }
+h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; margin: 16px 0 8px; }
+.checked, .root { font-size: 13px; margin: 4px 0; color: #333; }
+details.order { font-size: 13px; color: #333; margin: 4px 0 8px; }
 h3 { font-size: 15px; margin: 0 0 8px; }
 .meta { font-weight: normal; color: #555; margin-left: 8px; }
 .verdict { font-size: 16px; font-weight: 600; padding: 8px 12px; border-radius: 6px; }
