@@ -212,7 +212,7 @@ def histogram_svg(
         )
     parts.append(
         f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" '
-        'text-anchor="middle">distance to the nearest other image</text>'
+        'text-anchor="middle">hash distance to the nearest other image (bits)</text>'
         f'<text x="12" y="{pad + plot_h / 2:.0f}" class="tick" text-anchor="middle" '
         f'transform="rotate(-90 12 {pad + plot_h / 2:.0f})">images</text></svg>'
     )
@@ -234,7 +234,7 @@ def histogram_section(
     """The nearest-neighbour histogram section, threshold marked, and the leaked images'
     nearest distances marked on it."""
     found = nearest_neighbours(table, columns, valid, sample=sample, seed=0)
-    head = '<section id="histogram"><h2>Nearest-neighbour distances</h2>'
+    head = '<section id="histogram"><h2>Hash distance to the nearest other image</h2>'
     if found.distances.size == 0:
         return head + "<p>Fewer than two readable images: nothing to plot.</p></section>"
     what = (
