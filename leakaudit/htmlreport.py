@@ -34,6 +34,7 @@ from leakaudit._progress import Progress, progress_enabled
 from leakaudit._text import bits, printable
 from leakaudit._validation import check_int
 from leakaudit._version import __version__
+from leakaudit.copykind import kind_meaning
 from leakaudit.distances import PairDistances
 from leakaudit.export import PairKinds, evidence_text, spanning_group_ids, split_table
 from leakaudit.hashing import popcount64
@@ -77,6 +78,13 @@ def _path_html(path: str) -> str:
     for separator in ("/", "_"):
         escaped = escaped.replace(separator, separator + "<wbr>")
     return escaped
+
+
+def _kind_html(kind: object) -> str:
+    """A kind of copy in bold, its words explained in a tooltip."""
+    meaning = kind_meaning(str(kind))
+    bold = f'<b class="kind">{_e(kind)}</b>'
+    return f'<span title="{_e(meaning)}">{bold}</span>' if meaning else bold
 
 
 def _q(value: object) -> str:
@@ -868,7 +876,7 @@ class _GroupCards:
             )
             kind = self.kinds(np.array([a], np.int64), np.array([b], np.int64))[0]
             items.append(
-                f'<li>{ends[0]} &harr; {ends[1]}: <b class="kind">{_e(kind)}</b> '
+                f"<li>{ends[0]} &harr; {ends[1]}: {_kind_html(kind)} "
                 f'<span class="ev {_stage_class(self.edges.stage[e])}">{_e(detail)}</span> '
                 f'<span class="strength" title="{_MATCH_TITLE}">'
                 f"match {float(self.edges.strength[e]):.2f}</span></li>"
@@ -901,7 +909,7 @@ class _GroupCards:
                 else ""
             )
             return (
-                f'<p class="pair"><b class="kind">{_e(kind)}</b> '
+                f'<p class="pair">{_kind_html(kind)} '
                 f'<span class="distance" title="{_e(detail)}">(hash distance {value})</span>'
                 f"{mark}</p>"
             )

@@ -154,3 +154,26 @@ def test_the_words_a_reader_meets_are_explained(tmp_path: Path) -> None:
     assert "match 1.00" in shown
     assert f'title="{EVIDENCE_MEANING["bytes"]}">evidence: bytes' in page
     assert bits(1) == "1 bit" and bits(2) == "2 bits"
+
+
+def test_each_word_of_a_kind_is_explained() -> None:
+    from leakaudit.copykind import KIND_MEANING, kind_meaning
+
+    for _, _, _, kind in PLANTED.values():
+        for word in kind.split(", "):
+            assert word in KIND_MEANING, word  # every word the planted copies get
+    assert kind_meaning("shifted, brightened") == (
+        f"shifted: {KIND_MEANING['shifted']}; brightened: {KIND_MEANING['brightened']}"
+    )
+    assert kind_meaning("something new") == ""
+
+
+def test_the_html_report_explains_the_kind_in_a_tooltip(
+    tmp_path: Path,
+) -> None:
+    from leakaudit.copykind import KIND_MEANING
+    from leakaudit.htmlreport import render_html
+
+    splits = _tree(tmp_path, SIZES["photo"])
+    page = render_html(leakaudit.audit_splits(splits, cache=False, workers=1, progress=False))
+    assert f'<span title="shifted: {KIND_MEANING["shifted"]}"><b class="kind">shifted</b>' in page
