@@ -13,6 +13,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._evidence import COPY_KIND, TRANSITIVE
+from leakaudit._text import bits as bits_text
 from leakaudit.copykind import copy_kind
 from leakaudit.distances import PairDistances
 from leakaudit.report import LeakageReport
@@ -315,7 +316,7 @@ def evidence_text(
     if _present(inliers) and float(inliers) >= 0:
         parts.append(f"{int(inliers)} inliers")
     if _present(distance) and float(distance) >= 0:
-        parts.append(f"distance {int(distance)} bits")
+        parts.append(f"distance {bits_text(int(distance))}")
     return name + (": " + ", ".join(parts) if parts else "")
 
 

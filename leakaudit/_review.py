@@ -44,6 +44,7 @@ __all__ = [
     "content_digests",
     "near_misses",
     "report_key",
+    "review_html",
     "review_pairs",
     "review_section",
     "script_hash",
@@ -469,3 +470,26 @@ REVIEW_STYLE = """
 .js .review-nojs { display: none; }
 @media print { .review-controls, .review-nojs { display: none; } }
 """
+
+
+def review_html(
+    report: Any,
+    thumbnail: Callable[[str], str | None],
+    display_path: Callable[[str], str],
+    badge: Callable[[object], str],
+    key: str,
+) -> str:
+    """The review section of ``report``: its leaked pairs and near-misses, their images'
+    content digests, rendered by :func:`review_section`."""
+    leaked, missed = review_pairs(report), near_misses(report)
+    rows = sorted({row for pair in [*leaked, *missed] for row in (pair.row_a, pair.row_b)})
+    return review_section(
+        report,
+        content_digests(report, rows),
+        thumbnail=thumbnail,
+        display_path=display_path,
+        badge=badge,
+        report_key=key,
+        leaked=leaked,
+        missed=missed,
+    )

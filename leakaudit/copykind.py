@@ -15,12 +15,54 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ALIGNMENTS", "copy_kind"]
+__all__ = ["ALIGNMENTS", "KIND_MEANING", "copy_kind", "kind_meaning"]
 
 #: How verification aligned a pair (:attr:`leakaudit.verify.PairVerdict.aligned`): the
 #: whole images (in one of 8 turns), a crop entry of one against the other as it is, a
 #: small-rotation entry, or the content inside a uniform background (padding).
 ALIGNMENTS = ("whole", "crop", "rotation", "content")
+
+#: What each word of a kind of copy means, for a reader (the HTML report's tooltips; the
+#: same words as the pairs table's column in docs/output.md).
+KIND_MEANING = {
+    "identical": "the same file contents",
+    "re-encoded": "the same picture at the same size, only the compression differs",
+    "shifted": "moved by a pixel or a few",
+    "brightened": "the same picture, brighter",
+    "darkened": "the same picture, darker",
+    "edited": "the same size, changed in a way no other word names (blur, noise, a local edit)",
+    "resized": "the same picture at another size",
+    "cropped": "one is a window of the other",
+    "padded": "a uniform border one image has and the other lacks",
+    "mirrored": "flipped left to right (or top to bottom)",
+    "rotated 90": "turned by a quarter",
+    "rotated 180": "turned upside down",
+    "cropped or rotated slightly": "aligned on a slightly rotated centre crop: a crop or a "
+    "small rotation",
+    "cropped or rotated (features)": "the same local features in the same layout",
+    "recoloured": "a colour edit one colour map explains (toned, channel-swapped, saturated)",
+    "recoloured (grey)": "a grey copy of a colour picture",
+    "identical hashes": "decided by the hashes alone: equal hashes",
+    "near-identical hashes": "decided by the hashes alone: a few bits apart",
+    "mirrored or rotated (hashes)": "decided by the hashes alone, once turned",
+    "similar content (embedding)": "your embedding model's vectors are close",
+    "joined through other images": "no direct link: the two meet through other members",
+}
+
+
+def kind_meaning(kind: str) -> str:
+    """What a :func:`copy_kind` phrase means, word by word (empty for unknown words).
+
+    Examples
+    --------
+    >>> kind_meaning("cropped, resized")
+    'cropped: one is a window of the other; resized: the same picture at another size'
+    """
+    if kind in KIND_MEANING:
+        return f"{kind}: {KIND_MEANING[kind]}"
+    words = [w for w in kind.split(", ") if w in KIND_MEANING]
+    return "; ".join(f"{w}: {KIND_MEANING[w]}" for w in words)
+
 
 #: Hash distance (bits) up to which a same-size, unturned, unaligned copy counts as
 #: re-encoded rather than edited (a JPEG re-encode moves a few bits at most).

@@ -175,8 +175,8 @@ def test_html_puts_the_strongest_evidence_first_and_shows_every_split(
     assert sorted(cards["10"]["splits"]) == ["test", "train"]
     assert "a3.png" in cards["10"]["text"] and "a4.png" in cards["10"]["text"]
     assert "pixels: similarity 0.85, distance 7 bits" in cards["10"]["text"]
-    assert "strength 0.85" in cards["10"]["text"]
-    assert "evidence: bytes" in cards["20"]["text"] and "strength 1.00" in cards["20"]["text"]
+    assert "match 0.85" in cards["10"]["text"]
+    assert "evidence: bytes" in cards["20"]["text"] and "match 1.00" in cards["20"]["text"]
     assert "bytes: identical files" in cards["20"]["text"]
     assert sorted(cards["20"]["splits"]) == ["train", "val"]
     # The transitive group: a clear badge, and a member of each of its splits.
@@ -184,7 +184,8 @@ def test_html_puts_the_strongest_evidence_first_and_shows_every_split(
     assert {"train", "test"} <= set(cards["30"]["splits"])
     assert "evidence:" not in cards["30"]["text"]
     # Verification: the stages and the counts, escaped.
-    assert found.sections.index("verification") < found.sections.index("leaked")
+    # The groups come first (the first pair on the first screen), verification after them.
+    assert found.sections.index("leaked") < found.sections.index("verification")
     verification = page.split('<section id="verification">')[1].split("</section>")[0]
     for stage in ("hash candidates", "bytes", "pixels", "geometry"):
         assert f'<span class="stage">{stage}</span>' in verification
@@ -207,7 +208,7 @@ def test_html_without_edges_keeps_its_order_and_still_shows_every_split(
     cards = {card["id"]: card for card in found.cards}
     assert sorted(cards["10"]["splits"]) == ["test", "train"]
     assert "verification" not in found.sections
-    assert all("strength" not in card["text"] for card in found.cards)
+    assert all("match " not in card["text"] for card in found.cards)
 
 
 def test_html_of_a_report_rebuilt_from_json_keeps_the_evidence(table: pd.DataFrame) -> None:
