@@ -34,6 +34,7 @@ from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_nei
 from leakaudit._nearest_neighbours import histogram_section as _histogram_section
 from leakaudit._progress import Progress, progress_enabled
 from leakaudit._review import REVIEW_SCRIPT, REVIEW_STYLE, report_key, review_html, script_hash
+from leakaudit._review import path_html as _path_html
 from leakaudit._text import bits, printable
 from leakaudit._validation import check_bool, check_int
 from leakaudit._version import __version__
@@ -72,16 +73,6 @@ def _e(value: object) -> str:
     page shows (``evil\u202egnp.exe`` displayed as ``evilexe.png``).
     """
     return html.escape(printable(str(value)), quote=True)
-
-
-def _path_html(path: str) -> str:
-    """``path`` escaped, with a line-break opportunity after each ``/`` and ``_``: a long
-    path wraps between its parts, not in the middle of a name. (Not after a backslash:
-    the escapes of invisible characters, ``\\u202e``, are written with one.)"""
-    escaped = _e(path)
-    for separator in ("/", "_"):
-        escaped = escaped.replace(separator, separator + "<wbr>")
-    return escaped
 
 
 def _kind_html(kind: object) -> str:
