@@ -74,7 +74,7 @@ def test_copies_of_real_textures_are_linked(
     train, test, origin = [], [], {}
     (tmp_path / "train").mkdir()
     (tmp_path / "test").mkdir()
-    for k, (name, image) in enumerate(textures):
+    for k, (_name, image) in enumerate(textures):
         original = tmp_path / "train" / f"{k}.png"
         image.save(original)
         train.append(str(original))
@@ -127,10 +127,7 @@ def test_blank_images_are_not_grouped_beyond_identical_pixels(tmp_path: Path) ->
     )
     table = report.table
     assert table["low_information"].astype(bool).all()
-    pixels = {
-        str(p): np.asarray(Image.open(p).convert("RGB")).tobytes()
-        for p in paths  # noqa: SIM115
-    }
+    pixels = {str(p): np.asarray(Image.open(p).convert("RGB")).tobytes() for p in paths}
     for _, members in table.groupby("group_id")["path"]:
         assert len({pixels[str(p)] for p in members}) == 1, (
             f"blank images with different pixels grouped: {list(members)[:5]}"
