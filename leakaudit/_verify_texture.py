@@ -104,7 +104,8 @@ def _patterns() -> NDArray[np.float32]:
         )
         mixed = (mixed ^ (mixed >> np.uint64(31))) * np.uint64(0x94D049BB133111EB)
     bits = (mixed >> np.uint64(40)) & np.uint64(1)
-    return (bits.astype(np.float32) * 2 - 1).reshape(64, SIDE, SIDE)
+    signs: NDArray[np.float32] = (bits.astype(np.float32) * 2 - 1).reshape(64, SIDE, SIDE)
+    return signs
 
 
 _PATTERNS = _patterns()
@@ -142,7 +143,7 @@ def _smoothed(signature: NDArray[np.float32]) -> NDArray[np.float32]:
     sub-pixel shift that a pad or a 1-3 px shift makes."""
     p = np.pad(signature, 1, mode="edge")
     rows = (p[:-2] + 2 * p[1:-1] + p[2:]) / 4
-    return (rows[:, :-2] + 2 * rows[:, 1:-1] + rows[:, 2:]) / 4
+    return ((rows[:, :-2] + 2 * rows[:, 1:-1] + rows[:, 2:]) / 4).astype(np.float32)
 
 
 def _hash(unit: NDArray[np.float32]) -> int:
