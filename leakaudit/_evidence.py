@@ -27,10 +27,20 @@ EDGE_COLUMNS = ["row_a", "row_b", "stage", "distance", "similarity", "inliers", 
 COPY_KIND = "copy_kind"
 #: Values of an edge's ``stage`` (and of a leaked group's ``evidence``): the stage that
 #: accepted the pair. Byte copies, hashes within the verified link distance, the pixel
-#: check, the geometric check, the tiny-photo registration net, the embedding stage, and a
+#: check, the geometric check, the tiny-photo registration net, the texture net of
+#: low-information images (:mod:`leakaudit._verify_texture`), the embedding stage, and a
 #: reviewer's "copy" decision (:mod:`leakaudit.decisions`).
 DECISION = "decision"
-EDGE_STAGES = ("bytes", "hash", "pixels", "geometry", "registered", "embedding", DECISION)
+EDGE_STAGES = (
+    "bytes",
+    "hash",
+    "pixels",
+    "geometry",
+    "registered",
+    "texture",
+    "embedding",
+    DECISION,
+)
 #: What a group's ``evidence`` (and a pair's, in the tables) says when no verified pair
 #: joins two of its splits directly: its splits are joined only through members of one split.
 TRANSITIVE = "transitive"

@@ -310,7 +310,13 @@ def evidence_text(
     if name == TRANSITIVE:
         return "transitive: no verified pair links them directly"
     parts = []
-    if _present(similarity) and name in ("pixels", "geometry", "registered", "embedding"):
+    if _present(similarity) and name in (
+        "pixels",
+        "geometry",
+        "registered",
+        "texture",
+        "embedding",
+    ):
         label = "cosine" if name == "embedding" else "similarity"
         parts.append(f"{label} {float(similarity):.2f}")
     if _present(inliers) and float(inliers) >= 0:

@@ -123,7 +123,8 @@ def copy_kind(
     ----------
     stage : str
         What linked the pair: a verification stage (``"bytes"``, ``"pixels"``,
-        ``"geometry"``, ``"hash"``, ``"embedding"``, as in ``report.edges``), or the
+        ``"geometry"``, ``"hash"``, ``"registered"``, ``"texture"``, ``"embedding"``, as in
+        ``report.edges``), or the
         pairs table's hash-rule stages (``"exact bytes"``, ``"hash"``,
         ``"dihedral hash"``, ``"embedding"``, ``"transitive"``).
     turn : int, default 0
@@ -163,6 +164,8 @@ def copy_kind(
     'mirrored or rotated (hashes)'
     >>> copy_kind("registered", scale=(0.9, 0.88), shift=(1.5, 0.0))
     'resized, shifted'
+    >>> copy_kind("texture", turn=2, size_a=(512, 512), size_b=(256, 256))
+    'texture copy, resized, mirrored'
     """
     name = str(stage) if _present(stage) or isinstance(stage, str) else ""
     bits = int(distance) if _present(distance) and float(distance) >= 0 else None
@@ -178,6 +181,10 @@ def copy_kind(
         return "joined through other images"
     if name == "registered":
         return _registered_words(scale, shift)
+    if name == "texture":
+        code = int(turn) if _present(turn) else 0
+        turned = [w for w in (_resized(size_a, size_b, code) and "resized", _turn_words(code)) if w]
+        return ", ".join(["texture copy", *turned])
     if name not in ("pixels", "geometry"):
         return name
     if not isinstance(aligned, str):

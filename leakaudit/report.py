@@ -408,7 +408,8 @@ class LeakageReport:
         if self.n_low_information:
             extras.append(
                 f"{self.n_low_information} blank or near-flat image(s) were linked only to "
-                "byte-identical copies (their perceptual hashes carry no information)"
+                "byte-identical copies or, verified, to copies of their texture (their "
+                "perceptual hashes carry no information)"
             )
         if self.n_unreadable:
             extras.append(
