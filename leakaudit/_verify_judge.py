@@ -365,13 +365,22 @@ def _luma_column(rgb: NDArray[np.float32]) -> NDArray[np.float32]:
 
 
 def correlation(x: NDArray[np.float32], y: NDArray[np.float32]) -> float:
-    x = x - x.mean()
-    y = y - y.mean()
-    norm = math.sqrt(float((x * x).sum()) * float((y * y).sum()))
-    if norm < 1e-6:
-        # Both flat: alike when their levels are.
-        return 1.0 if abs(float(x.mean() - y.mean())) < 8 else 0.0
-    return float((x * y).sum() / norm)
+    """The zero-mean correlation of two signals. A flat one (spread under a quarter of a
+    level) has no structure to agree: two flat ones are alike when their levels are, and
+    a flat one never agrees with one that is not (it once did, at 1.0, whenever the
+    product of the two spreads was small: a flat region matched any picture)."""
+    mean_x, mean_y = float(x.mean()), float(y.mean())
+    x = x - mean_x
+    y = y - mean_y
+    energy_x, energy_y = float((x * x).sum()), float((y * y).sum())
+    flat_x, flat_y = energy_x < _FLAT_ENERGY * x.size, energy_y < _FLAT_ENERGY * y.size
+    if flat_x or flat_y:
+        return 1.0 if flat_x and flat_y and abs(mean_x - mean_y) < 8 else 0.0
+    return float((x * y).sum() / math.sqrt(energy_x * energy_y))
+
+
+#: A signal whose variance is under this (grey levels squared) is flat.
+_FLAT_ENERGY = 0.0625
 
 
 def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> PairVerdict:
