@@ -177,13 +177,17 @@ def _dihedral_entries(
 
 #: The crop entries: (side kept, positions per axis). Each keeps that fraction of the
 #: image's width and height, at positions spread evenly from one edge to the other
-#: (3 x 3 or 4 x 4 of them). Chosen by the recall of the candidate net on 5% and 15%
-#: crops against the false candidates it adds (``benchmarks/RESULTS.md``, "The
-#: verified cascade"); smaller crops (0.80) also matched different framings of one
-#: scene (two crops of one photo overlapping by IoU 0.6).
-CROP_SCALES = ((0.95, 3), (0.85, 4))
-#: Rotations (degrees) of the rotation entries, each hashed over its centre 85%.
-CROP_ROTATIONS = (3.0, -3.0, 6.0, -6.0)
+#: (3 x 3 to 7 x 7 of them), so that a crop keeping 80-95% of each side lies within
+#: 0.025 of a scale and about 0.017 of the image of a box, per axis. Measured on the
+#: real CI corpus (``benchmarks/probe_net.py``, RESULTS 39a): a 20% crop's hashes
+#: against the entry of its exact box pair 93.5% of the time, 83.5% at 0.0125 off on
+#: one axis, 39% at 0.025 off (the spacing of the 0.85 scale's former 4 positions);
+#: 0.85 and 0.80 take an odd count, so their centre box is one of them (a rotated
+#: copy's centre against the original's rotation entries).
+CROP_SCALES = ((0.95, 3), (0.9, 4), (0.85, 7), (0.8, 7))
+#: Rotations (degrees) of the rotation entries, each hashed over its centre 85%: any
+#: rotation of 1.5-10.5 degrees either way lies within 1.5 degrees of one.
+CROP_ROTATIONS = (3.0, -3.0, 6.0, -6.0, 9.0, -9.0)
 _ROTATION_KEEP = 0.85
 _BASE_SIDE = 32
 
@@ -368,11 +372,9 @@ def _crop_entries_of_thumbnail(thumb: NDArray[np.float64]) -> list[tuple[int, in
     return entries + _entries_from_bases(rotated, _ROTATION_MATRICES)
 
 
-#: Flat images (see :func:`_uses_pixel_entries`) at most this many pixels on their
-#: longer side (after the reduced decode) have their crop and rotation entries
-#: resampled from their own pixels rather than from the 32 x 32 thumbnail.
-PIXEL_ENTRY_MAX_SIDE = 64
-#: ... when at least this share of their pixels has one grey level (a sprite's or an
+#: Images of at most 32 x 32 pixels (after the reduced decode) have their crop and
+#: rotation entries resampled from their own pixels (:func:`_uses_pixel_entries`)
+#: when at least this share of their pixels has one grey level (a sprite's or an
 #: icon's background; measured on the closure set's bases: photos <= 0.29, sprites and
 #: icons 0.25-0.81, median 0.67 and 0.57).
 PIXEL_ENTRY_FLAT_SHARE = 0.3
@@ -383,15 +385,22 @@ _FracBox = tuple[float, float, float, float]
 def _uses_pixel_entries(pixels: NDArray[np.uint8]) -> bool:
     """Whether an image's crop and rotation entries are resampled from its pixels.
 
-    Small flat graphics (sprites, icons): their sharp edges resample so differently
-    on the thumbnail (a triangle filter) and in Pillow's Lanczos (ringing, clipped
-    each pass) that the thumbnail's entries pair 4-13% of their 15% crops against
+    Every image larger than the 32 x 32 thumbnail on either side: a crop's hashes
+    are made from its pixels with Pillow's Lanczos, as the copy's own hashes are.
+    From the thumbnail (a triangle filter on 32 x 32) the dHash of a 20% crop's
+    exact box matched its copy's for 60% of the real CI corpus's pictures (photos
+    23%, wallpapers 31%), from the pixels for 93.5% (photos 100%), RESULTS 39a.
+    Small flat graphics (sprites, icons) too: their sharp edges resample so
+    differently on the thumbnail and in Pillow's Lanczos (ringing, clipped each
+    pass) that the thumbnail's entries pair 4-13% of their 15% crops against
     74-100% from the pixels (``benchmarks/RESULTS.md``, section 10, session 9).
-    Photos keep the thumbnail's entries: from the pixels they also pair framings
-    of one scene that lie inside one another.
+    Other images of at most 32 x 32 pixels (CIFAR's photos) keep the thumbnail's
+    entries, which are then their pixels resampled by a triangle filter.
     """
-    if max(pixels.shape) > PIXEL_ENTRY_MAX_SIDE or pixels.size == 0:
+    if pixels.size == 0:
         return False
+    if max(pixels.shape) > _BASE_SIDE:
+        return True
     counts = np.bincount(np.asarray(pixels).ravel(), minlength=256)
     return bool(counts.max() >= PIXEL_ENTRY_FLAT_SHARE * pixels.size)
 
