@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_real  # noqa: E402
-import real_corpus  # noqa: E402
-from PIL import Image  # noqa: E402
+import bench_real
+import real_corpus
+from PIL import Image
 
-from leakaudit._verify_candidates import PAIRED_KINDS, candidate_pairs  # noqa: E402
-from leakaudit._verify_options import VerifyOptions  # noqa: E402
-from leakaudit.hashing import EntryKind, hash_image, popcount64  # noqa: E402
+from leakaudit._verify_candidates import PAIRED_KINDS, candidate_pairs
+from leakaudit._verify_options import VerifyOptions
+from leakaudit.hashing import EntryKind, hash_image, popcount64
 
 EDITS = (
     "crop 10%",
@@ -111,8 +111,10 @@ def main() -> None:
             else:
                 misses[edit].append(best_pair(original, h, options))
     kinds = sorted({k for _, k in tot})
-    print(f"{len(loaded.images)} images, {np.mean(n_entries):.1f} entries each, "
-          f"{time.time() - start:.0f} s")
+    print(
+        f"{len(loaded.images)} images, {np.mean(n_entries):.1f} entries each, "
+        f"{time.time() - start:.0f} s"
+    )
     print(f"{'edit':22s}" + "".join(f"{k[:9]:>10s}" for k in kinds) + "       all")
     for edit in edits:
         cells = []
@@ -128,9 +130,11 @@ def main() -> None:
         by_kinds = collections.Counter(k for _, _, k in best)
         p = np.array([b[0] for b in best])
         d = np.array([b[1] for b in best])
-        print(f"  missed {edit}: {len(best)}; best pair pHash median {np.median(p):.0f} "
-              f"(<= 12: {np.mean(p <= 12):.0%}), dHash median {np.median(d):.0f}; "
-              f"{dict(by_kinds.most_common(3))}")
+        print(
+            f"  missed {edit}: {len(best)}; best pair pHash median {np.median(p):.0f} "
+            f"(<= 12: {np.mean(p <= 12):.0%}), dHash median {np.median(d):.0f}; "
+            f"{dict(by_kinds.most_common(3))}"
+        )
 
 
 if __name__ == "__main__":
