@@ -265,7 +265,8 @@ def _stack_orientations(ac: NDArray[np.float64], energy: NDArray[np.float64]) ->
 def _stack_crop_entries(
     thumbs: NDArray[np.float64],
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
-    """:func:`_crop_entries_of_thumbnail` of stacked thumbnails: ``(m, 29)`` pHashes, dHashes."""
+    """:func:`_crop_entries_of_thumbnail` of stacked thumbnails: ``(m, 29)`` pHashes, dHashes
+    (one per :data:`THUMBNAIL_SLOTS`)."""
     m = len(thumbs)
     n_entries = len(THUMBNAIL_SLOTS)
     phash = np.empty((m, n_entries), dtype=np.uint64)
