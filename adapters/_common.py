@@ -8,6 +8,7 @@ how they rebuild their own dataset objects.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from numpy.typing import NDArray
 from leakaudit._validation import check_bool
 from leakaudit.audit import VerifySpec
 from leakaudit.cleaning import SplitPlan
+from leakaudit.cleantree import UNREADABLE_CHOICES
 from leakaudit.policy import ThresholdSpec
 from leakaudit.report import LeakageReport
 from leakaudit.verify import VerifyOptions, table_candidates
@@ -30,6 +32,7 @@ __all__ = [
     "check_dihedral",
     "check_report_matches",
     "destination_rows",
+    "leave_out_unreadable",
     "moves_table",
     "rows_verification_reads",
 ]
@@ -74,7 +77,7 @@ class ResplitResult:
 
     @property
     def n_dropped(self) -> int:
-        """Images removed (``policy="drop"``)."""
+        """Images removed (``policy="drop"``, and unreadable ones with ``unreadable="drop"``)."""
         return int(self.moves["new_split"].isna().sum())
 
 
@@ -93,6 +96,52 @@ def moves_table(plan: pd.DataFrame) -> pd.DataFrame:
     }
     frame: pd.DataFrame = pd.DataFrame(columns).reset_index(drop=True)
     return frame
+
+
+def leave_out_unreadable(plan: pd.DataFrame, unreadable: str) -> pd.DataFrame:
+    """Apply ``unreadable`` to the images the audit could not decode (an ``error``).
+
+    ``"drop"`` (the default of the adapters' ``clean_*``, as of ``leakaudit clean``): they
+    leave the clean splits, so a DataLoader over them never meets one; they are listed in
+    ``moves`` (``new_split`` missing) and named in one :class:`UserWarning`. ``"copy"``: they
+    stay where they were. ``"fail"``: a ValueError naming them, before anything is built.
+    """
+    if unreadable not in UNREADABLE_CHOICES:
+        raise ValueError(
+            f"unreadable must be one of {', '.join(UNREADABLE_CHOICES)}; got {unreadable!r}."
+        )
+    if unreadable == "copy" or "error" not in plan:
+        return plan
+    failed = plan["error"].notna().to_numpy() & plan["split"].notna().to_numpy()
+    if not failed.any():
+        return plan
+    named = [
+        f"{split}[{index}] {path} ({error})"
+        for split, index, path, error in zip(
+            plan.loc[failed, "original_split"],
+            plan.loc[failed, "index"],
+            plan.loc[failed, "path"],
+            plan.loc[failed, "error"],
+            strict=True,
+        )
+    ]
+    shown = "; ".join(named[:10]) + (f"; and {len(named) - 10} more" if len(named) > 10 else "")
+    if unreadable == "fail":
+        raise ValueError(
+            f"unreadable='fail': {len(named)} image(s) cannot be decoded, so no clean splits "
+            f"were made: {shown}. Fix or remove them, or pass unreadable='drop' (leave them "
+            "out) or 'copy' (keep them where they are)."
+        )
+    plan = plan.copy()
+    plan.loc[failed, "split"] = None
+    plan.loc[failed, "dropped"] = True
+    warnings.warn(
+        f"{len(named)} image(s) that cannot be decoded were left out of the clean splits "
+        f"(unreadable='drop'; your datasets keep them; unreadable='copy' keeps them): {shown}.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return plan
 
 
 def destination_rows(

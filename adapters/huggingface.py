@@ -41,6 +41,7 @@ from leakaudit.adapters._common import (
     check_dihedral,
     check_report_matches,
     destination_rows,
+    leave_out_unreadable,
     moves_table,
     rows_verification_reads,
 )
@@ -839,6 +840,7 @@ def clean_dataset_dict(
     report: LeakageReport | None = None,
     priority: Sequence[str] | None = None,
     policy: str = "move",
+    unreadable: str = "drop",
     record_column: str | None = None,
     **audit_options: Any,
 ) -> ResplitResult:
@@ -866,6 +868,11 @@ def clean_dataset_dict(
         ``"move"``: a leaked group goes whole to its highest-priority split.
         ``"drop"``: its rows in the lower-priority splits are removed instead, so
         train never grows.
+    unreadable : {"drop", "copy", "fail"}, default "drop"
+        Images the audit could not decode (an ``error`` in ``report.table``):
+        ``"drop"`` leaves them out of the clean splits (named in a warning and in
+        ``moves``, so a DataLoader over the result never meets one), ``"copy"``
+        keeps them where they were, ``"fail"`` raises a ValueError naming them.
     record_column : str, optional
         When given, add a string column of this name holding each row's original
         split (what moved is then visible in the data itself).
@@ -899,6 +906,7 @@ def clean_dataset_dict(
     """
     datasets = _require_datasets()
     check_choice("policy", policy, ("move", "drop"))
+    check_choice("unreadable", unreadable, ("drop", "copy", "fail"))
     splits = _as_splits(dataset_dict)
     if report is None:
         report = audit_dataset_dict(splits, **audit_options)
@@ -914,6 +922,7 @@ def clean_dataset_dict(
     )
     assert report.table is not None
     plan = clean_splits(report.table, priority, policy=policy)
+    plan = leave_out_unreadable(plan, unreadable)
     rows = destination_rows(plan, list(splits))
 
     sources_by_name = dict(splits)

@@ -55,6 +55,7 @@ from leakaudit.adapters._common import (
     check_dihedral,
     check_report_matches,
     destination_rows,
+    leave_out_unreadable,
     moves_table,
 )
 from leakaudit.audit import (
@@ -784,6 +785,7 @@ def clean_datasets(
     report: LeakageReport | None = None,
     priority: Sequence[str] | None = None,
     policy: str = "move",
+    unreadable: str = "drop",
     **audit_options: Any,
 ) -> ResplitResult:
     """Return leak-free copies of the splits: every leaked group ends in one split.
@@ -820,6 +822,11 @@ def clean_datasets(
         ``"move"``: a leaked group goes whole to its highest-priority split.
         ``"drop"``: its images in lower-priority splits are removed instead
         (no split grows).
+    unreadable : {"drop", "copy", "fail"}, default "drop"
+        Images the audit could not decode (an ``error`` in ``report.table``):
+        ``"drop"`` leaves them out of the clean splits (named in a warning and in
+        ``moves``, so a DataLoader over the result never meets one), ``"copy"``
+        keeps them where they were, ``"fail"`` raises a ValueError naming them.
     **audit_options
         Passed to :func:`audit_datasets` when ``report`` is None, e.g.
         ``threshold`` (an int or per-split / path-pattern rules such as
@@ -845,6 +852,7 @@ def clean_datasets(
     (4, 4)
     """
     check_choice("policy", policy, ("move", "drop"))
+    check_choice("unreadable", unreadable, ("drop", "copy", "fail"))
     resolved = _resolve_all(splits)
     if report is None:
         report = audit_datasets(splits, **audit_options)
@@ -858,6 +866,7 @@ def clean_datasets(
     )
     assert report.table is not None
     plan = clean_splits(report.table, priority, policy=policy)
+    plan = leave_out_unreadable(plan, unreadable)
     by_name = {r.name: r for r in resolved}
     rows = destination_rows(plan, [r.name for r in resolved])
     new_splits = {r.name: _rebuild(r, rows[r.name], by_name) for r in resolved}

@@ -532,9 +532,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             if not hit:
                 t3 = time.perf_counter()
                 try:
-                    if image.file in flat or path in flat:
+                    if image.file in flat and path in flat:
+                        reason = "low information (both): the texture net did not link them"
+                    elif image.file in flat or path in flat:
                         side = "original" if image.file in flat else "copy"
-                        reason = f"low information ({side}): linked only to byte copies"
+                        reason = f"low information ({side} only): no net compares them"
                     elif proposed not in JUDGED:
                         reason = NOT_PROPOSED
                     else:

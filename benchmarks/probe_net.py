@@ -1,7 +1,7 @@
 """Why the candidate net misses a copy: per edit, the share of copies it proposes and the best
 entry pair's hash distances. One edit per real image, each pair hashed as the audit hashes it
 (``hash_image(dihedral=True, crop_entries=True)``) and searched by ``candidate_pairs`` alone.
-Usage: ``python benchmarks/probe_net.py [N_IMAGES] [--full] [EDIT,EDIT,...]`` (RESULTS 39a)."""
+Usage: ``python benchmarks/probe_net.py [N_IMAGES] [--full] [EDIT,EDIT,...]`` (RESULTS 40)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,10 @@ exactly that family, both ways, and keeps the direction and member that leave le
 - per channel, a gain and an offset after any of the 6 channel orders: brightness,
   contrast, a colour cast, per-channel gain, a channel swap (and, approximately, gamma);
 - one gain on the chroma and one on the luma with an offset per channel: saturation;
-- onto a target whose colours vary along one line only (grey, sepia, a duotone): any
-  affine map, since such a target is a function of one brightness.
+- onto a target whose colours vary along one line only (grey, sepia, a duotone): a gain and
+  an offset per channel of the source's luma. Not any mix of the channels: onto a grey
+  placeholder, some mix of a colour picture's channels is nearly flat, and would explain
+  the picture away (emblem variants of a document icon, bench_real).
 
 A map outside the family is not fitted: a palette swap that moves one colour of a sprite
 and keeps the others (another character's head on the same body) is no gain, order or
@@ -77,20 +79,18 @@ def mapped_colours(
     candidates.append(max(forth, back, key=lambda c: c[0]))
     for source, target in ((x, y), (y, x)):
         if _one_dimensional(target, w):
-            candidates.append(scored(_affine(source, target, w), target))
+            candidates.append(scored(_tint(source, target, w), target))
     _, fitted, target = min(candidates, key=lambda c: c[0])
     return fitted, (rgb_b if target is y else rgb_a)
 
 
-def _affine(
+def _tint(
     x: NDArray[np.float32], y: NDArray[np.float32], w: NDArray[np.float32]
 ) -> NDArray[np.float32]:
-    """``y`` as any affine map of ``x``'s colours (weighted least squares)."""
-    design = np.concatenate([x, np.ones((len(x), 1), np.float32)], axis=1)
-    root = np.sqrt(w)[:, None]
-    coef = np.linalg.lstsq(design * root, y * root, rcond=None)[0]
-    fitted: NDArray[np.float32] = (design @ coef).astype(np.float32)
-    return fitted
+    """Each channel of ``y`` as a gain and offset of ``x``'s luma: a grey, sepia or duotone
+    copy (any other mix of the channels would explain a part in another colour away)."""
+    luma = np.repeat((x @ LUMA)[:, None], 3, axis=1).astype(np.float32)
+    return _per_channel(luma, y, w)
 
 
 def _saturation(

@@ -38,6 +38,7 @@ __all__ = [
     "reduction_scale",
     "resolve_decode",
     "stored_losslessly",
+    "symmetric_resize",
     "trims_borders",
 ]
 
@@ -405,10 +406,35 @@ class DecodedView(NamedTuple):
     lossless: bool
 
 
+def symmetric_resize(
+    image: Image.Image,
+    size: tuple[int, int],
+    box: tuple[float, float, float, float] | None = None,
+) -> Image.Image:
+    """``image`` resized to ``size`` (bilinear, antialiased when reducing), RGBA, the same
+    for a turned image as turned: in float, each channel alone, colours premultiplied by
+    alpha (Pillow's RGBA resize rounds the premultiplied colours and its first pass to 8
+    bits, and a quarter turn swaps the passes: a turned view differed by up to 21 levels)."""
+    rgba = np.asarray(image.convert("RGBA"), dtype=np.float32)
+    alpha = rgba[..., 3]
+    premultiplied = rgba[..., :3] * (alpha[..., None] / 255.0)
+
+    def resized(channel: NDArray[np.float32]) -> NDArray[np.float32]:
+        plane = Image.fromarray(np.ascontiguousarray(channel), "F")
+        return np.asarray(plane.resize(size, Image.Resampling.BILINEAR, box=box), np.float32)
+
+    new_alpha = resized(alpha)
+    colour = np.stack([resized(premultiplied[..., c]) for c in range(3)], axis=-1)
+    covered = new_alpha[..., None]
+    colour = np.where(covered > 1e-3, colour * (255.0 / np.maximum(covered, 1e-3)), 0.0)
+    out = np.dstack([colour, new_alpha]).round().clip(0, 255).astype(np.uint8)
+    return Image.fromarray(out, "RGBA")
+
+
 def decode_view(decoded: Decoded, options: DecodeOptions, side: int) -> DecodedView:
     """The verifier's view of a :func:`decode_stored` image (``DecodePurpose(True, side)``).
 
-    The EXIF transpose and the mode of the hashes' decode; then a box reduction to
+    The EXIF transpose and the mode of the hashes' decode; then a bilinear reduction to
     about ``side`` pixels on the shorter side when it is over twice that, and the
     trim found on the view's own grey pixels by :func:`trim_box` (under the same
     :func:`trim_allowed` rule). The hashes' trim box is not reused: it lies on
@@ -423,10 +449,14 @@ def decode_view(decoded: Decoded, options: DecodeOptions, side: int) -> DecodedV
     rgba = normalised(image, options.background, colour=True)
     if min(rgba.size) > 2 * side:
         factor = min(rgba.size) / side
-        rgba = rgba.resize(
-            (max(1, round(rgba.width / factor)), max(1, round(rgba.height / factor))),
-            Image.Resampling.BOX,
-        )
+        size = (max(1, round(rgba.width / factor)), max(1, round(rgba.height / factor)))
+        # Bilinear (antialiased when reducing) is symmetric: the view of a turned image is
+        # the turned view (a box filter's half-pixel ties fell to one side). With
+        # transparency, in float on premultiplied colours (Pillow rounds them to 8 bits).
+        if np.asarray(rgba.getchannel("A")).min() < 255:
+            rgba = symmetric_resize(rgba, size)
+        else:
+            rgba = rgba.convert("RGB").resize(size, Image.Resampling.BILINEAR).convert("RGBA")
     grey = np.asarray(flatten_rgba(rgba, options.background), dtype=np.uint8)
     box = trim_box(grey) if decoded.trim else None
     if box is None:

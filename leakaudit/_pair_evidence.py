@@ -13,6 +13,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from leakaudit._evidence import COPY_KIND, TRANSITIVE
+from leakaudit._text import bits as bits_text
 from leakaudit.copykind import copy_kind
 from leakaudit.distances import PairDistances
 from leakaudit.report import LeakageReport
@@ -309,13 +310,19 @@ def evidence_text(
     if name == TRANSITIVE:
         return "transitive: no verified pair links them directly"
     parts = []
-    if _present(similarity) and name in ("pixels", "geometry", "registered", "embedding"):
+    if _present(similarity) and name in (
+        "pixels",
+        "geometry",
+        "registered",
+        "texture",
+        "embedding",
+    ):
         label = "cosine" if name == "embedding" else "similarity"
         parts.append(f"{label} {float(similarity):.2f}")
     if _present(inliers) and float(inliers) >= 0:
         parts.append(f"{int(inliers)} inliers")
     if _present(distance) and float(distance) >= 0:
-        parts.append(f"distance {int(distance)} bits")
+        parts.append(f"distance {bits_text(int(distance))}")
     return name + (": " + ", ".join(parts) if parts else "")
 
 

@@ -43,7 +43,9 @@ __all__ = [
     "ReviewPair",
     "content_digests",
     "near_misses",
+    "path_html",
     "report_key",
+    "review_html",
     "review_pairs",
     "review_section",
     "script_hash",
@@ -273,6 +275,16 @@ def _e(value: object) -> str:
     return html.escape(printable(str(value)), quote=True)
 
 
+def path_html(path: str) -> str:
+    """``path`` escaped, with a line-break opportunity after each ``/`` and ``_``: a long
+    path wraps between its parts, not in the middle of a name. (Not after a backslash:
+    the escapes of invisible characters, ``\\u202e``, are written with one.)"""
+    escaped = _e(path)
+    for separator in ("/", "_"):
+        escaped = escaped.replace(separator, separator + "<wbr>")
+    return escaped
+
+
 def review_section(
     report: Any,
     digests: Sequence[str | None],
@@ -359,7 +371,7 @@ def _pair_row(
         image = f'<img src="{uri}" alt="">' if uri else '<span class="noimg">no preview</span>'
         cells.append(
             f'<td class="member">{image}<br>{badge(splits[row])} '
-            f'<span class="path">{_e(display_path(paths[row]))}</span></td>'
+            f'<span class="path">{path_html(display_path(paths[row]))}</span></td>'
         )
     digest_a, digest_b = digests[pair.row_a], digests[pair.row_b]
     distance = "" if pair.distance is None else f" (hash distance {pair.distance})"
@@ -458,7 +470,7 @@ def script_hash(script: str = REVIEW_SCRIPT) -> str:
 REVIEW_STYLE = """
 #review table.review { border-collapse: collapse; width: 100%; }
 #review table.review td { border-top: 1px solid #ddd; padding: 6px; vertical-align: top; }
-#review td.member { width: 35%; overflow-wrap: anywhere; }
+#review td.member { width: 35%; overflow-wrap: break-word; }
 #review td.member img { width: 96px; height: 96px; object-fit: contain;
                         image-rendering: pixelated; background: #eee; }
 #review td.why { font-size: 13px; }
@@ -469,3 +481,26 @@ REVIEW_STYLE = """
 .js .review-nojs { display: none; }
 @media print { .review-controls, .review-nojs { display: none; } }
 """
+
+
+def review_html(
+    report: Any,
+    thumbnail: Callable[[str], str | None],
+    display_path: Callable[[str], str],
+    badge: Callable[[object], str],
+    key: str,
+) -> str:
+    """The review section of ``report``: its leaked pairs and near-misses, their images'
+    content digests, rendered by :func:`review_section`."""
+    leaked, missed = review_pairs(report), near_misses(report)
+    rows = sorted({row for pair in [*leaked, *missed] for row in (pair.row_a, pair.row_b)})
+    return review_section(
+        report,
+        content_digests(report, rows),
+        thumbnail=thumbnail,
+        display_path=display_path,
+        badge=badge,
+        report_key=key,
+        leaked=leaked,
+        missed=missed,
+    )

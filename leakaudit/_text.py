@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["first_few", "printable"]
+__all__ = ["bits", "first_few", "printable"]
 
 # Categories escaped: control characters (C0, DEL, C1), lone surrogates (the
 # undecodable bytes of a non-UTF-8 name under surrogateescape), line and
@@ -75,3 +75,14 @@ def first_few(items: Iterable[str], total: int, shown: int = 10) -> str:
         listed.append(item)
     more = f"; and {total - len(listed)} more" if total > len(listed) else ""
     return "; ".join(listed) + more
+
+
+def bits(count: object) -> str:
+    """A hash distance in words, singular or plural.
+
+    Examples
+    --------
+    >>> bits(1), bits(0), bits(12)
+    ('1 bit', '0 bits', '12 bits')
+    """
+    return f"{count} bit" if str(count) == "1" else f"{count} bits"

@@ -25,6 +25,7 @@ from leakaudit._verify_clumps import (
 )
 from leakaudit._verify_options import MIN_SUPPORT, VerifyOptions
 from leakaudit._verify_stage import TableEntries, VerifiedPairs, verify_candidates
+from leakaudit._verify_texture import texture_edges
 from leakaudit.copykind import copy_kind
 from leakaudit.errors import ImageLoadError
 from leakaudit.grouping import connected_component_labels, exact_key_edges, linking_pairs_kept_apart
@@ -317,12 +318,42 @@ def _with_registered(
     ), tiny
 
 
+def _with_textures(
+    verified: VerifiedPairs,
+    sources: Sequence[Any],
+    names: Sequence[str],
+    rows: NDArray[np.int64],
+    decode: DecodeOptions,
+    workers: int | None,
+) -> VerifiedPairs:
+    """``verified`` with the texture net's pairs among low-information ``rows`` added
+    (:func:`leakaudit._verify_texture.texture_edges`)."""
+    added, judged = texture_edges(
+        sources, names, rows, decode, workers=usable_cpu_count() if workers is None else workers
+    )
+    if not judged:
+        return verified
+    edges = verified.edges
+    if COPY_KIND not in edges.columns:
+        added = added.drop(columns=[COPY_KIND])
+    if len(added):
+        edges = pd.concat([edges, added], ignore_index=True) if len(edges) else added
+        edges = edges.sort_values(["row_a", "row_b"], kind="stable", ignore_index=True)
+    return dataclasses.replace(
+        verified,
+        edges=edges,
+        n_candidates=verified.n_candidates + judged,
+        n_rejected=verified.n_rejected + judged - len(added),
+        stages=[*verified.stages, "texture"] if len(added) else verified.stages,
+    )
+
+
 def _with_spanned(verified: VerifiedPairs, spanned: Spanned) -> VerifiedPairs:
     """``verified``'s counts with the pairs ``spanned`` asked added (not its edges)."""
     distinct = [verified.distinct, *(spanned.distinct or [])]
     passed = [verified.distinct_passed, *(spanned.distinct_passed or [])]
     ran = set(verified.stages) | (spanned.stages or set())
-    order = ("bytes", "pixels", "native", "geometry", "hash", "registered")
+    order = ("bytes", "pixels", "native", "geometry", "hash", "registered", "texture")
     return dataclasses.replace(
         verified,
         n_candidates=verified.n_candidates + spanned.asked,
@@ -544,6 +575,14 @@ def verified_labels(
             + (0 if star is None else star.n_candidates),
             n_rejected=verified.n_rejected + (0 if star is None else star.n_rejected),
         )
+    if low.any():
+        # Copies of low-information images (textures), judged on their grain: one row of
+        # each set of byte copies (those link by their bytes below).
+        first_low = _first_of_code(byte_codes.astype(np.int64), low) == np.arange(n)
+        verified = _with_textures(
+            verified, sources, names, np.flatnonzero(low & first_low), decode, workers
+        )
+        edges = verified.edges
     chunks: list[NDArray[np.int64]] = list(iter_edge_chunks(edges))
     if low.any():
         exact = list(exact_key_edges(exact_keys, low))

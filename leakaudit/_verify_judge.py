@@ -375,13 +375,22 @@ def _luma_column(rgb: NDArray[np.float32]) -> NDArray[np.float32]:
 
 
 def correlation(x: NDArray[np.float32], y: NDArray[np.float32]) -> float:
-    x = x - x.mean()
-    y = y - y.mean()
-    norm = math.sqrt(float((x * x).sum()) * float((y * y).sum()))
-    if norm < 1e-6:
-        # Both flat: alike when their levels are.
-        return 1.0 if abs(float(x.mean() - y.mean())) < 8 else 0.0
-    return float((x * y).sum() / norm)
+    """The zero-mean correlation of two signals. A flat one (spread under a quarter of a
+    level) has no structure to agree: two flat ones are alike when their levels are, and
+    a flat one never agrees with one that is not (it once did, at 1.0, whenever the
+    product of the two spreads was small: a flat region matched any picture)."""
+    mean_x, mean_y = float(x.mean()), float(y.mean())
+    x = x - mean_x
+    y = y - mean_y
+    energy_x, energy_y = float((x * x).sum()), float((y * y).sum())
+    flat_x, flat_y = energy_x < _FLAT_ENERGY * x.size, energy_y < _FLAT_ENERGY * y.size
+    if flat_x or flat_y:
+        return 1.0 if flat_x and flat_y and abs(mean_x - mean_y) < 8 else 0.0
+    return float((x * y).sum() / math.sqrt(energy_x * energy_y))
+
+
+#: A signal whose variance is under this (grey levels squared) is flat.
+_FLAT_ENERGY = 0.0625
 
 
 def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> PairVerdict:
@@ -890,14 +899,58 @@ def _compare_grids(
     changed_factor: float = 1.0,
     rgb: tuple[NDArray[np.float32], NDArray[np.float32]] | None = None,
 ) -> PairVerdict:
-    """The pixel check of two aligned grids (``rgb``: the same grids already flattened)."""
+    """The pixel check of two aligned grids (``rgb``: the same grids already flattened onto
+    :func:`pair_background`).
+
+    One transparent, one opaque: the opaque one was flattened onto some colour and then
+    perhaps recoloured (a darker copy of an icon saved as JPEG on white has a grey border,
+    but its figure was darkened, not flattened onto grey). So the transparent one is
+    flattened onto the opaque one's border, onto white and onto black, and the best
+    verdict counts.
+    """
+    background = pair_background(a, b)
     if rgb is None:
-        background = pair_background(a, b)
         rgb = flattened(grid_a, background), flattened(grid_b, background)
+    best = _compare_flattened(grid_a, grid_b, a, b, options, changed_factor, rgb, background)
+    if a.has_alpha == b.has_alpha or best.accepted:
+        return best
+    for other in (_WHITE, _BLACK):
+        if np.abs(other - background).max() < 1.0:
+            continue
+        verdict = _compare_flattened(
+            grid_a,
+            grid_b,
+            a,
+            b,
+            options,
+            changed_factor,
+            (flattened(grid_a, other), flattened(grid_b, other)),
+            other,
+        )
+        if _rank(verdict) > _rank(best):
+            best = verdict
+    return best
+
+
+_WHITE = np.full(3, 255.0, np.float32)
+_BLACK = np.zeros(3, np.float32)
+
+
+def _compare_flattened(
+    grid_a: NDArray[np.float32],
+    grid_b: NDArray[np.float32],
+    a: View,
+    b: View,
+    options: VerifyOptions,
+    changed_factor: float,
+    rgb: tuple[NDArray[np.float32], NDArray[np.float32]],
+    background: NDArray[np.float32],
+) -> PairVerdict:
+    """:func:`_compare_grids` with the grids flattened onto ``background`` (``rgb``)."""
     rgb_a, rgb_b = rgb
     similarity = correlation(rgb_a @ LUMA, rgb_b @ LUMA)
     graphic = a.graphic or b.graphic
-    weight = _foreground_weight(rgb_a, rgb_b, pair_background(a, b)) if graphic else None
+    weight = _foreground_weight(rgb_a, rgb_b, background) if graphic else None
     limits = _Limits.of(options, graphic, changed_factor, figure=weight is not None)
     # One rule for every image: a global colour map (grey, toned, channel-swapped or
     # -scaled, brighter, more contrast) never vetoes; what no global map explains does.

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit._decode import symmetric_resize
 from leakaudit._greyscale import flatten_rgba
 from leakaudit._verify_candidates import CONTENT, CROP
 from leakaudit._verify_options import GRAPHIC_SIDE
@@ -210,8 +211,8 @@ def _fringe_masked(pixels: NDArray[np.uint8], mask: NDArray[np.bool_]) -> NDArra
 
 def _view_and_grid(region: Image.Image) -> tuple[Image.Image, NDArray[np.float32]]:
     """A region's 48 x 48 view and its comparison grid (the one way both are made)."""
-    small = region.resize((VIEW_SIDE, VIEW_SIDE), Image.Resampling.BILINEAR)
-    grid = np.asarray(small.resize((GRID, GRID), Image.Resampling.BILINEAR), dtype=np.float32)
+    small = symmetric_resize(region, (VIEW_SIDE, VIEW_SIDE))
+    grid = np.asarray(symmetric_resize(small, (GRID, GRID)), dtype=np.float32)
     return small, grid
 
 
@@ -288,7 +289,7 @@ def load_view(
     regions: dict[tuple[int, int], NDArray[np.float32]] = {}
     if content is not None:
         regions[(CONTENT, 0)] = np.asarray(
-            rgba.resize((GRID, GRID), Image.Resampling.BILINEAR, box=content), dtype=np.float32
+            symmetric_resize(rgba, (GRID, GRID), box=content), dtype=np.float32
         )
     return View(
         regions=regions,
@@ -312,7 +313,7 @@ def load_view(
         full_grid=(
             None
             if box == (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
-            else np.asarray(rgba.resize((GRID, GRID), Image.Resampling.BILINEAR), dtype=np.float32)
+            else np.asarray(symmetric_resize(rgba, (GRID, GRID)), dtype=np.float32)
         ),
     )
 

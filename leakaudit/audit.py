@@ -19,6 +19,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from PIL import Image
 
+from leakaudit._copy_measure import describe_copies
 from leakaudit._validation import check_bool, describe
 from leakaudit.cache import CachedFiles, CacheSpec, hash_sources_with_files
 from leakaudit.decisions import ReviewDecisions, apply_decisions, load_decisions
@@ -421,7 +422,14 @@ def audit_hash_table(
             thumbnail_cache=None if files is None else files.thumbnails,
         )
         frame["group_id"] = labels
-        edges = verified.edges
+        # Words only: a leaked pair worded vaguely is checked on its images (shifted, ...).
+        edges = describe_copies(
+            verified.edges,
+            sources,
+            [str(path) for path in frame["path"].tolist()],
+            resolve_decode(decode),
+            frame["split"].tolist(),
+        )
         verification = verified.parameters()
         stages = ["hash candidates", *verified.stages]
     else:

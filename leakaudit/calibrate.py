@@ -56,7 +56,7 @@ from leakaudit._calibrate_result import DEFAULT_AUDIT as _DEFAULT_AUDIT
 from leakaudit._calibrate_result import LIKELY_DUPLICATE_DISTANCE as _LIKELY_DUPLICATE_DISTANCE
 from leakaudit._calibrate_result import LOOKALIKE_NEIGHBOURS, CalibrationResult
 from leakaudit._progress import Progress, progress_enabled
-from leakaudit._text import first_few
+from leakaudit._text import bits, first_few
 from leakaudit._validation import check_choice, check_int, describe
 from leakaudit.audit import audit_sources
 from leakaudit.hashing import HashTable, UnreadableImageWarning, hash_sources, popcount64
@@ -369,7 +369,7 @@ def _lookalike_message(
     if not len(linked):
         return ""
     examples = "; ".join(
-        f"{paths[int(pairs[r, 0])]} ~ {paths[int(pairs[r, 1])]} ({int(distance[r])} bits)"
+        f"{paths[int(pairs[r, 0])]} ~ {paths[int(pairs[r, 1])]} ({bits(int(distance[r]))})"
         for r in linked[:_LOOKALIKE_EXAMPLES]
     )
     more = (

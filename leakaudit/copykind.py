@@ -15,12 +15,54 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ALIGNMENTS", "copy_kind"]
+__all__ = ["ALIGNMENTS", "KIND_MEANING", "copy_kind", "kind_meaning"]
 
 #: How verification aligned a pair (:attr:`leakaudit.verify.PairVerdict.aligned`): the
 #: whole images (in one of 8 turns), a crop entry of one against the other as it is, a
 #: small-rotation entry, or the content inside a uniform background (padding).
 ALIGNMENTS = ("whole", "crop", "rotation", "content")
+
+#: What each word of a kind of copy means, for a reader (the HTML report's tooltips; the
+#: same words as the pairs table's column in docs/output.md).
+KIND_MEANING = {
+    "identical": "the same file contents",
+    "re-encoded": "the same picture at the same size, only the compression differs",
+    "shifted": "moved by a pixel or a few",
+    "brightened": "the same picture, brighter",
+    "darkened": "the same picture, darker",
+    "edited": "the same size, changed in a way no other word names (blur, noise, a local edit)",
+    "resized": "the same picture at another size",
+    "cropped": "one is a window of the other",
+    "padded": "a uniform border one image has and the other lacks",
+    "mirrored": "flipped left to right (or top to bottom)",
+    "rotated 90": "turned by a quarter",
+    "rotated 180": "turned upside down",
+    "cropped or rotated slightly": "aligned on a slightly rotated centre crop: a crop or a "
+    "small rotation",
+    "cropped or rotated (features)": "the same local features in the same layout",
+    "recoloured": "a colour edit one colour map explains (toned, channel-swapped, saturated)",
+    "recoloured (grey)": "a grey copy of a colour picture",
+    "identical hashes": "decided by the hashes alone: equal hashes",
+    "near-identical hashes": "decided by the hashes alone: a few bits apart",
+    "mirrored or rotated (hashes)": "decided by the hashes alone, once turned",
+    "similar content (embedding)": "your embedding model's vectors are close",
+    "joined through other images": "no direct link: the two meet through other members",
+}
+
+
+def kind_meaning(kind: str) -> str:
+    """What a :func:`copy_kind` phrase means, word by word (empty for unknown words).
+
+    Examples
+    --------
+    >>> kind_meaning("cropped, resized")
+    'cropped: one is a window of the other; resized: the same picture at another size'
+    """
+    if kind in KIND_MEANING:
+        return f"{kind}: {KIND_MEANING[kind]}"
+    words = [w for w in kind.split(", ") if w in KIND_MEANING]
+    return "; ".join(f"{w}: {KIND_MEANING[w]}" for w in words)
+
 
 #: Hash distance (bits) up to which a same-size, unturned, unaligned copy counts as
 #: re-encoded rather than edited (a JPEG re-encode moves a few bits at most).
@@ -81,7 +123,8 @@ def copy_kind(
     ----------
     stage : str
         What linked the pair: a verification stage (``"bytes"``, ``"pixels"``,
-        ``"geometry"``, ``"hash"``, ``"embedding"``, as in ``report.edges``), or the
+        ``"geometry"``, ``"hash"``, ``"registered"``, ``"texture"``, ``"embedding"``, as in
+        ``report.edges``), or the
         pairs table's hash-rule stages (``"exact bytes"``, ``"hash"``,
         ``"dihedral hash"``, ``"embedding"``, ``"transitive"``).
     turn : int, default 0
@@ -121,6 +164,8 @@ def copy_kind(
     'mirrored or rotated (hashes)'
     >>> copy_kind("registered", scale=(0.9, 0.88), shift=(1.5, 0.0))
     'resized, shifted'
+    >>> copy_kind("texture", turn=2, size_a=(512, 512), size_b=(256, 256))
+    'texture copy, resized, mirrored'
     """
     name = str(stage) if _present(stage) or isinstance(stage, str) else ""
     bits = int(distance) if _present(distance) and float(distance) >= 0 else None
@@ -136,6 +181,10 @@ def copy_kind(
         return "joined through other images"
     if name == "registered":
         return _registered_words(scale, shift)
+    if name == "texture":
+        code = int(turn) if _present(turn) else 0
+        turned = [w for w in (_resized(size_a, size_b, code) and "resized", _turn_words(code)) if w]
+        return ", ".join(["texture copy", *turned])
     if name not in ("pixels", "geometry"):
         return name
     if not isinstance(aligned, str):

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from leakaudit._evidence import COPY_KIND, PAIR_STAGES
+from leakaudit._evidence import COPY_KIND, PAIR_STAGES, TRANSITIVE, VERIFIED_BEYOND
 from leakaudit._export_encoding import encode_string as _encode_string
 from leakaudit._export_encoding import encode_value as _encode_value
 from leakaudit._export_encoding import iter_records_json as _iter_records_json
@@ -429,6 +429,10 @@ def pair_table(report: LeakageReport) -> pd.DataFrame:
         if isinstance(limit, np.ndarray):
             limit = limit[keep]
     stage = _pair_stages(a, b, plain, distance, limit, digests, low, similarity)
+    # A pair verified directly is never "transitive", even when its whole images' hashes
+    # are beyond the threshold (a crop, strip or rotation entry or the tiny-photo net
+    # proposed it).
+    stage[(stage == TRANSITIVE) & (edge >= 0)] = VERIFIED_BEYOND
     within = distance <= limit if limit is not None else np.full(len(a), pd.NA, dtype=object)
     # Closest pairs first within a group; equal distances keep the order found.
     by_distance = np.argsort(distance, kind="stable")

@@ -28,25 +28,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, TRANSITIVE
+from leakaudit._evidence import EDGE_COLUMNS, EDGE_STAGES, EVIDENCE_MEANING, TRANSITIVE
 from leakaudit._impact_html import impact_section
 from leakaudit._nearest_neighbours import NearestNeighbourDistances, nearest_neighbour_distances
-from leakaudit._nearest_neighbours import histogram_svg as _histogram_svg
-from leakaudit._nearest_neighbours import nearest_neighbours as _nearest_neighbours
+from leakaudit._nearest_neighbours import histogram_section as _histogram_section
 from leakaudit._progress import Progress, progress_enabled
-from leakaudit._review import (
-    REVIEW_SCRIPT,
-    REVIEW_STYLE,
-    content_digests,
-    near_misses,
-    report_key,
-    review_pairs,
-    review_section,
-    script_hash,
-)
-from leakaudit._text import printable
+from leakaudit._review import REVIEW_SCRIPT, REVIEW_STYLE, report_key, review_html, script_hash
+from leakaudit._review import path_html as _path_html
+from leakaudit._text import bits, printable
 from leakaudit._validation import check_bool, check_int
 from leakaudit._version import __version__
+from leakaudit.copykind import kind_meaning
 from leakaudit.distances import PairDistances
 from leakaudit.export import PairKinds, evidence_text, spanning_group_ids, split_table
 from leakaudit.hashing import popcount64
@@ -83,6 +75,13 @@ def _e(value: object) -> str:
     return html.escape(printable(str(value)), quote=True)
 
 
+def _kind_html(kind: object) -> str:
+    """A kind of copy in bold, its words explained in a tooltip."""
+    meaning = kind_meaning(str(kind))
+    bold = f'<b class="kind">{_e(kind)}</b>'
+    return f'<span title="{_e(meaning)}">{bold}</span>' if meaning else bold
+
+
 def _q(value: object) -> str:
     """An escaped, double-quoted attribute value."""
     return f'"{_e(value)}"'
@@ -102,13 +101,22 @@ def _thumbnail(path: str, size: int) -> str | None:
                 opened.draft("RGB", (size * 2, size * 2))  # JPEG: decode at reduced size
                 image = ImageOps.exif_transpose(opened)
                 image.thumbnail((size, size))
+                factor = size // max(image.size)
+                if factor >= 2:
+                    # A small image (CIFAR's 32 px) is enlarged by whole pixels, nearest
+                    # neighbour, so a person can judge it: each pixel a sharp square.
+                    image = image.resize(
+                        (image.width * factor, image.height * factor), Image.Resampling.NEAREST
+                    )
                 if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
                     rgba = image.convert("RGBA")
                     image = Image.new("RGB", rgba.size, (255, 255, 255))
                     image.paste(rgba, mask=rgba.getchannel("A"))
                 image = image.convert("RGB")
                 buffer = io.BytesIO()
-                image.save(buffer, "JPEG", quality=75)
+                # An enlarged image keeps its sharp pixels: fine quality, no chroma halving.
+                fine = {"quality": 92, "subsampling": 0} if factor >= 2 else {"quality": 75}
+                image.save(buffer, "JPEG", **fine)
     except Exception:  # any decode failure just means "no preview"
         return None
     return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -125,41 +133,11 @@ def _common_root(paths: Iterable[str]) -> str | None:
     return root if root and root not in values else None
 
 
-def _histogram_section(
-    table: pd.DataFrame,
-    columns: list[NDArray[np.uint64]],
-    valid: NDArray[np.bool_],
-    *,
-    method: str | None,
-    threshold: int | None,
-    sample: int,
-) -> str:
-    """The nearest-neighbour histogram section, threshold marked."""
-    found = _nearest_neighbours(table, columns, valid, sample=sample, seed=0)
-    head = '<section id="histogram"><h2>Nearest-neighbour distances</h2>'
-    if found.distances.size == 0:
-        return head + "<p>Fewer than two readable images: nothing to plot.</p></section>"
-    what = (
-        f"the {found.n_images} readable images (exact)"
-        if found.exact
-        else f"a random sample of {found.distances.size} of {found.n_images} readable images, "
-        "each against all of them (exact per sampled image)"
-    )
-    measure = (
-        "the larger of its pHash and dHash distances"
-        if method == "phash+dhash"
-        else f"{_e(method or 'hash')} Hamming distance"
-    )
-    counts = np.bincount(found.distances, minlength=65)[:65]
-    note = (
-        f"<p>For each of {what}, the distance ({measure}) to its nearest other image. "
-        "Blank or near-flat images are left out. Images at or left of the threshold line "
-        "have a duplicate; a clear gap between the two humps means the threshold is easy to "
-        "place. Bar heights are on a log scale; hover a bar for its count.</p>"
-    )
-    return head + note + _histogram_svg(counts, threshold) + "</section>"
-
-
+#: What the "match" figure of a verified pair (its strength) means, as a tooltip.
+_MATCH_TITLE = (
+    "how closely the verified pair matched, 0 to 1: 1 = identical files, "
+    "up to 0.99 = the pixels compared"
+)
 _TRANSITIVE_BADGE = "transitive: linked only through same-split chains"
 
 
@@ -179,12 +157,13 @@ def evidence_badges(evidence: object, strength: object) -> str:
     if evidence == TRANSITIVE:
         return f'<span class="ev transitive">{_e(_TRANSITIVE_BADGE)}</span>'
     value = _strength(strength)
-    badge = f'<span class="ev {_stage_class(evidence)}">evidence: {_e(evidence)}</span>'
+    meaning = EVIDENCE_MEANING.get(evidence, "")
+    badge = (
+        f'<span class="ev {_stage_class(evidence)}" title="{_e(meaning)}">'
+        f"evidence: {_e(evidence)}</span>"
+    )
     if value is not None:
-        badge += (
-            f'<span class="strength" title="evidence strength in [0, 1]; 1 = byte copy">'
-            f"strength {value:.2f}</span>"
-        )
+        badge += f'<span class="strength" title="{_MATCH_TITLE}">match {value:.2f}</span>'
     return badge
 
 
@@ -315,7 +294,29 @@ class _Page:
                 "near-duplicate in another split.</p>"
             )
         root = f'<p class="root">Paths are relative to <code>{_e(self.root)}</code>.</p>'
-        return f"<header><h1>{_e(self.title)}</h1>{verdict}{root if self.root else ''}</header>"
+        return (
+            f"<header><h1>{_e(self.title)}</h1>{verdict}{self.checked()}"
+            f"{root if self.root else ''}</header>"
+        )
+
+    def checked(self) -> str:
+        """One line under the verdict: what verification did (its section follows the groups)."""
+        counts = self.report.parameters.get("verification")
+        if not isinstance(counts, Mapping):
+            return ""
+        if counts.get("ran") is False:
+            return (
+                f'<p class="checked">Verification did not run ({_e(counts.get("why", ""))}): '
+                "pairs were linked by the hash threshold alone.</p>"
+            )
+        found = [counts.get(k) for k in ("candidates", "verified", "rejected")]
+        if not all(isinstance(v, (int, np.integer)) for v in found):
+            return ""
+        return (
+            f'<p class="checked">The hashes proposed {found[0]} candidate pair(s); verification '
+            f"accepted {found[1]} and rejected {found[2]} (stages and counts below the "
+            "groups).</p>"
+        )
 
     def summary(self) -> str:
         frame = split_table(self.report)
@@ -514,11 +515,13 @@ class _Renderer(_Page):
     def render(self) -> str:
         cards = _GroupCards(self)
         leaked, within = cards.group_order()
+        # The groups first, right under the verdict and the split table: the first pair is on
+        # the first screen; the histogram, verification and parameters follow them.
         body = [
             self.header(),
             self.summary(),
             self.impact,
-            self.verification(),
+            *cards.sections(leaked, within),
             _histogram_section(
                 self.table,
                 self.columns,
@@ -526,8 +529,9 @@ class _Renderer(_Page):
                 method=self.method,
                 threshold=self.threshold,
                 sample=self.nn_sample,
+                leaked=self.leaked_rows(),
             ),
-            *cards.sections(leaked, within),
+            self.verification(),
             self.review_html(cards),
             self.unreadable(),
             self.details(),
@@ -543,21 +547,16 @@ class _Renderer(_Page):
         ).replace('<html lang="en">', '<html lang="en" class="no-js">', 1)
 
     def review_html(self, cards: _GroupCards) -> str:
-        """The review section (:mod:`leakaudit._review`): leaked pairs and near-misses."""
+        """The review section (:func:`leakaudit._review.review_html`), when asked for."""
         if not self.review:
             return ""
-        leaked, missed = review_pairs(self.report), near_misses(self.report)
-        rows = sorted({row for pair in [*leaked, *missed] for row in (pair.row_a, pair.row_b)})
-        return review_section(
-            self.report,
-            content_digests(self.report, rows),
-            thumbnail=cards.thumbnail_of,
-            display_path=self.display_path,
-            badge=self.badge,
-            report_key=report_key(self.root, self.title),
-            leaked=leaked,
-            missed=missed,
-        )
+        key = report_key(self.root, self.title)
+        return review_html(self.report, cards.thumbnail_of, self.display_path, self.badge, key)
+
+    def leaked_rows(self) -> NDArray[np.int64]:
+        """The rows of the images in leaked groups (marked on the histogram)."""
+        ids = self.report.leaked_groups["group_id"].to_numpy()
+        return np.flatnonzero(np.isin(self.group_ids, ids)).astype(np.int64)
 
     def unreadable(self) -> str:
         head = '<section id="unreadable"><h2>Unreadable files'
@@ -576,7 +575,7 @@ class _Renderer(_Page):
             for row in bad.head(1000).itertuples(index=False):
                 out.append(
                     f"<tr><td>{self.badge(row.split)}</td>"
-                    f'<td class="path">{_e(self.display_path(str(row.path)))}</td>'
+                    f'<td class="path">{_path_html(self.display_path(str(row.path)))}</td>'
                     f"<td>{_e(row.error)}</td></tr>"
                 )
             out.append("</tbody></table>")
@@ -673,7 +672,7 @@ class _GroupCards:
         self.load_thumbnails(sorted(needed))
         order = (
             "Strongest evidence first: byte copies, then pairs verified by their pixels or "
-            "geometry (by strength); groups whose splits are linked only through chains of "
+            "geometry (closest match first); groups whose splits are linked only through chains of "
             "same-split images (transitive) last. Each group shows a member of every split it "
             "touches, and the verified pair that joins two splits."
             if self.ordered_by_evidence()
@@ -684,8 +683,9 @@ class _GroupCards:
             self.groups_section(
                 "leaked",
                 "Leaked groups",
-                "Duplicate groups whose members sit in more than one split: the leakage. " + order,
+                "Duplicate groups whose members sit in more than one split: the leakage.",
                 leaked,
+                order,
             ),
             self.groups_section(
                 "within",
@@ -789,8 +789,12 @@ class _GroupCards:
 
     # --------------------------------------------------------------- sections
 
-    def groups_section(self, anchor: str, heading: str, intro: str, groups: list[Any]) -> str:
+    def groups_section(
+        self, anchor: str, heading: str, intro: str, groups: list[Any], order: str = ""
+    ) -> str:
         out = [f'<section id="{anchor}"><h2>{heading} ({len(groups)})</h2><p>{intro}</p>']
+        if order:  # collapsed: the first group stays on the first screen
+            out.append(f'<details class="order"><summary>Their order</summary>{order}</details>')
         if not groups:
             out.append('<p class="none">None.</p>')
         for group_id in groups[: self.max_groups]:
@@ -823,8 +827,11 @@ class _GroupCards:
             f'<article class="{cls}" id="{"g" if leaked else "w"}{_e(group_id)}" '
             f'data-group-id="{_e(group_id)}"{_evidence_attribute(evidence)}>'
             f"<h3>Group {_e(group_id)} "
-            f'<span class="meta">{len(rows)} images ({summary}); largest distance shown '
-            f"{spread}</span>{evidence_badges(evidence, strength)}</h3>"
+            f'<span class="meta">{len(rows)} images ({summary}); '
+            f'<span title="the largest hash distance between two members shown, of 64 bits">'
+            f"{'identical hashes' if spread == 0 else f'hashes up to {bits(spread)} apart'}"
+            "</span></span>"
+            f"{evidence_badges(evidence, strength)}</h3>"
         ]
         out.append('<div class="members">')
         for number, row in enumerate(shown, 1):
@@ -840,7 +847,8 @@ class _GroupCards:
                 f'<figure class="member"{"" if split is None else " data-split=" + _q(split)}>'
                 f'<div class="thumb">{image}</div><figcaption>'
                 f'<span class="num">#{number}</span> {self.badge(self.splits[row])}'
-                f'<span class="path">{_e(self.display_path(path))}</span></figcaption></figure>'
+                f'<span class="path">{_path_html(self.display_path(path))}</span>'
+                "</figcaption></figure>"
             )
         out.append("</div>")
         if leaked:
@@ -857,7 +865,7 @@ class _GroupCards:
             rest = [r for r in rows if r not in showing]
             listed = "".join(
                 f"<li>{self.badge(self.splits[r])} "
-                f'<span class="path">{_e(self.display_path(self.paths[r]))}</span></li>'
+                f'<span class="path">{_path_html(self.display_path(self.paths[r]))}</span></li>'
                 for r in rest[:200]
             )
             more = " (first 200 listed)" if len(rest) > 200 else ""
@@ -886,7 +894,7 @@ class _GroupCards:
             ends = [
                 f"{self.badge(self.splits[r])}"
                 + (f"#{number[r]}" if r in number else "")
-                + f' <span class="path">{_e(self.display_path(self.paths[r]))}</span>'
+                + f' <span class="path">{_path_html(self.display_path(self.paths[r]))}</span>'
                 for r in (a, b)
             ]
             detail = evidence_text(
@@ -897,9 +905,10 @@ class _GroupCards:
             )
             kind = self.kinds(np.array([a], np.int64), np.array([b], np.int64))[0]
             items.append(
-                f'<li>{ends[0]} &harr; {ends[1]}: <b class="kind">{_e(kind)}</b> '
+                f"<li>{ends[0]} &harr; {ends[1]}: {_kind_html(kind)} "
                 f'<span class="ev {_stage_class(self.edges.stage[e])}">{_e(detail)}</span> '
-                f'<span class="strength">strength {float(self.edges.strength[e]):.2f}</span></li>'
+                f'<span class="strength" title="{_MATCH_TITLE}">'
+                f"match {float(self.edges.strength[e]):.2f}</span></li>"
             )
         more = (
             f'<li class="omitted">{len(cross) - 5} more verified pair(s) across splits</li>'
@@ -929,7 +938,7 @@ class _GroupCards:
                 else ""
             )
             return (
-                f'<p class="pair"><b class="kind">{_e(kind)}</b> '
+                f'<p class="pair">{_kind_html(kind)} '
                 f'<span class="distance" title="{_e(detail)}">(hash distance {value})</span>'
                 f"{mark}</p>"
             )
@@ -956,10 +965,11 @@ class _GroupCards:
                     cells.append(f'<td{cls} title="{_e(detail)}">{value}{mark}</td>')
             body.append(f"<tr><th>#{i}</th>{''.join(cells)}</tr>")
         return (
-            '<table class="matrix"><caption>Pairwise distances (highlighted: across splits; '
+            '<div class="scroll"><table class="matrix"><caption>Pairwise distances '
+            "(highlighted: across splits; "
             + ("&#10003;: a verified pair; " if self.edges.present else "")
             + "hover for each hash)</caption>"
-            f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
         )
 
 
@@ -1076,8 +1086,10 @@ _STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
        color: #1d1d1f; background: #f5f5f7; }
 header, section { max-width: 1200px; margin: 0 auto; padding: 8px 24px; }
-h1 { font-size: 24px; margin: 16px 0 4px; }
-h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 28px; }
+h1 { font-size: 22px; margin: 12px 0 4px; }
+h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; margin: 16px 0 8px; }
+.checked, .root { font-size: 13px; margin: 4px 0; color: #333; }
+details.order { font-size: 13px; color: #333; margin: 4px 0 8px; }
 h3 { font-size: 15px; margin: 0 0 8px; }
 .meta { font-weight: normal; color: #555; margin-left: 8px; }
 .verdict { font-size: 16px; font-weight: 600; padding: 8px 12px; border-radius: 6px; }
@@ -1099,12 +1111,19 @@ tr.total td { font-weight: 600; }
 figure.member { margin: 0; width: 150px; }
 .thumb { width: 150px; height: 100px; display: flex; align-items: center; justify-content: center;
          background: #eee; border-radius: 4px; overflow: hidden; }
-.thumb img { max-width: 100%; max-height: 100%; }
+.thumb img { max-width: 100%; max-height: 100%; image-rendering: pixelated; }
+.scroll { max-width: 100%; overflow-x: auto; }
+@media (max-width: 640px) {
+  header, section { padding: 6px 10px; }
+  th, td { padding: 3px 5px; }
+  table.summary { font-size: 13px; }
+  .group { padding: 8px; }
+}
 .nothumb { color: #888; font-size: 12px; }
-figcaption { font-size: 12px; margin-top: 4px; word-break: break-all; }
+figcaption { font-size: 12px; margin-top: 4px; overflow-wrap: break-word; }
 .num { color: #666; margin-right: 4px; }
 .path { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px;
-        word-break: break-all; }
+        overflow-wrap: break-word; }
 table.matrix { margin-top: 8px; font-size: 12px; }
 table.matrix caption { text-align: left; white-space: nowrap; color: #555; font-size: 12px;
                        padding: 2px 0; }
@@ -1118,6 +1137,8 @@ svg.hist .grid { stroke: #eee; }
 svg.hist .tick { font-size: 11px; fill: #555; }
 svg.hist rect.linked { fill: #c33; }
 svg.hist rect.apart { fill: #5b7ea6; }
+svg.hist rect.leak { fill: #6a0000; }
+.leakmark { color: #fff; background: #6a0000; padding: 0 4px; border-radius: 3px; }
 svg.hist .cut { stroke: #111; stroke-dasharray: 4 3; stroke-width: 1.5; }
 svg.hist .cutlabel { font-size: 12px; fill: #111; }
 table.params th { font-weight: 600; background: #fafafa; }

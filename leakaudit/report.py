@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from leakaudit._decision_text import decision_lines
-from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS, TRANSITIVE
+from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS, EVIDENCE_MEANING, TRANSITIVE
 from leakaudit._parameters import AuditParameters
 from leakaudit._spanning import spanning_group_ids
-from leakaudit._text import printable
+from leakaudit._text import bits, printable
 from leakaudit.distances import ALL_PAIRS_MAX_MEMBERS, PairDistances
 from leakaudit.frames import hash_values_from_frame
 from leakaudit.grouping import group_spread
@@ -58,6 +58,21 @@ LEAKED_GROUP_COLUMNS = [
 
 class LargeGroupWarning(UserWarning):
     """One duplicate group swallows a large share of a split (likely chaining)."""
+
+
+def _legend(groups: pd.DataFrame) -> list[str]:
+    """The lines that explain the words of the leaked groups shown: the hash distance and
+    each evidence word that appears."""
+    lines = [
+        "  (hashes up to N bits apart: the largest hash distance between two members, of 64 bits)"
+    ]
+    shown = [] if "evidence" not in groups else groups["evidence"].tolist()
+    words = [w for w in dict.fromkeys(shown) if isinstance(w, str) and w in EVIDENCE_MEANING]
+    words = [w for w in words if w != TRANSITIVE]
+    if words:
+        meanings = "; ".join(f"{w} = {EVIDENCE_MEANING[w]}" for w in words)
+        lines.append(f"  (evidence: what proved the copy: {meanings})")
+    return lines
 
 
 def _is_missing(value: Any) -> bool:
@@ -357,7 +372,11 @@ class LeakageReport:
             lines.append(f"Leaked groups ({ordered}):")
             for row in self.leaked_groups.head(max_groups).itertuples(index=False):
                 spread = (
-                    "" if _is_missing(row.max_distance) else f", spread {row.max_distance} bits"
+                    ""
+                    if _is_missing(row.max_distance)
+                    else ", identical hashes"
+                    if row.max_distance == 0
+                    else f", hashes up to {bits(row.max_distance)} apart"
                 )
                 flag = ", LOW-INFORMATION (blank/flat images)" if row.low_information else ""
                 if row.group_id in embedded:
@@ -382,17 +401,20 @@ class LeakageReport:
                     )
             if self.n_leaked_groups > max_groups:
                 lines.append(f"  ... and {self.n_leaked_groups - max_groups} more group(s)")
+            lines.extend(_legend(self.leaked_groups.head(max_groups)))
         extras = []
         if self.n_within_split_groups:
             extras.append(f"{self.n_within_split_groups} duplicate group(s) stay within one split")
         if self.n_low_information:
             extras.append(
                 f"{self.n_low_information} blank or near-flat image(s) were linked only to "
-                "byte-identical copies (their perceptual hashes carry no information)"
+                "byte-identical copies or, verified, to copies of their texture (their "
+                "perceptual hashes carry no information)"
             )
         if self.n_unreadable:
             extras.append(
-                f"{self.n_unreadable} image(s) could not be read (see the 'error' column)"
+                f"{self.n_unreadable} image(s) could not be read (why: the 'error' column of "
+                "the per-image table, --csv FILE or report.table)"
             )
         images = self.parameters.images
         if images:

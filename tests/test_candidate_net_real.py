@@ -9,7 +9,7 @@ per edit, and the pair is searched by :func:`leakaudit._verify_candidates.candid
 alone (``benchmarks/probe_net.py``'s ``proposed``): a copy the net does not propose is
 never judged. Before the denser crop boxes, the pixel-made crop entries and the +/-9 degree
 rotations, the net proposed 68.3% of these 15% crops, 32.9% of the 20% crops and 55.5% of
-the 5-10 degree rotations (this test on the earlier code; RESULTS 39a).
+the 5-10 degree rotations (this test on the earlier code; RESULTS 40).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _proposed_share(hashed: list[tuple[str, Image.Image, object]], edit: str) ->
     return share
 
 
-# Measured at the change (RESULTS 39a): crop 15% 95.1%, crop 20% 89.6%, rotations
+# Measured at the change (RESULTS 40): crop 15% 95.1%, crop 20% 89.6%, rotations
 # 5-10 degrees 92.1%; the bounds leave a few pictures' room for platform differences
 # in the resampling (Pillow's rounding) and stay far above the former net's rates.
 @pytest.mark.parametrize(

@@ -70,6 +70,8 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
     if skip:
         pytest.skip(skip.group(1))
     imported = set(re.findall(r"^\s*(?:from|import)\s+(\w+)", snippet.code, re.MULTILINE))
+    if re.search(r"\b(?:to|read)_parquet\(|\bshards\b", snippet.code):
+        imported.add("pyarrow")  # pandas' Parquet and leakaudit's shards need it, unimported
     missing = [m for m in _OPTIONAL if m in imported and importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"needs {', '.join(missing)} (pip install 'leakaudit-vision[all]')")

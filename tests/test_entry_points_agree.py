@@ -170,7 +170,10 @@ def test_html_report_puts_the_groups_before_the_counts_and_parameters(
     page = out.read_text()
     leaked, details = page.index('id="leaked"'), page.index('id="details"')
     assert leaked < details < page.index('class="params verification"')
-    assert page.index('id="verification"') < leaked  # the verdict's prose stays on top
+    # Issue 37.5: the groups come first (the first pair on the first screen); one line of the
+    # verification's prose stays on top, under the verdict, its section after the groups.
+    assert leaked < page.index('id="verification"')
+    assert page.index('class="checked">The hashes proposed') < leaked
     tail = page[details:]
     assert "<details><summary>Verification counts and limits</summary>" in tail
     assert '<details id="parameters"><summary>Parameters</summary>' in tail

@@ -10,7 +10,7 @@ import leakaudit._evidence as evidence
 from leakaudit import export, htmlreport, report
 
 PACKAGE = Path(__file__).resolve().parents[1] / "leakaudit"
-NAMES = {"EDGE_COLUMNS", "COPY_KIND", "TRANSITIVE", "PAIR_STAGES", "EDGE_STAGES"}
+NAMES = {"EDGE_COLUMNS", "COPY_KIND", "TRANSITIVE", "PAIR_STAGES", "EDGE_STAGES", "VERIFIED_BEYOND"}
 
 
 def _module_level_definitions() -> dict[str, list[str]]:

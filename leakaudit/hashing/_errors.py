@@ -72,8 +72,9 @@ def apply_on_error(
     ...     names = ["a", "b", "c"]
     ...     apply_on_error({1: "truncated image"}, "warn", total=3, name_of=names.__getitem__)
     >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
-    1 of 3 images could not be read; they stay in the table without a hash (the 'error'
-    column says why) and take no part in grouping: b (truncated image).
+    1 of 3 images could not be read; they stay in the per-image table without a hash (its
+    'error' column, in report.table and --csv FILE, says why) and take no part in grouping:
+    b (truncated image).
     """
     if not errors:
         return
@@ -86,8 +87,9 @@ def apply_on_error(
     # "1 of 8 images", "3 of 8 images": the noun counts the total
     noun = "image" if total == 1 else "images"
     warnings.warn(
-        f"{len(failed)} of {total} {noun} could not be read; they stay in the table without a "
-        f"hash (the 'error' column says why) and take no part in grouping: {listed}.",
+        f"{len(failed)} of {total} {noun} could not be read; they stay in the per-image table "
+        "without a hash (its 'error' column, in report.table and --csv FILE, says why) and "
+        f"take no part in grouping: {listed}.",
         UnreadableImageWarning,
         stacklevel=stacklevel + 1,
     )
