@@ -87,11 +87,13 @@ def _proposed_share(hashed: list[tuple[str, Image.Image, object]], edit: str) ->
     return share
 
 
-# Measured at the change (RESULTS 40): crop 15% 95.1%, crop 20% 89.6%, rotations
+# With the flat share for pixel entries at 0.3 (kept for CIFAR-10's precision): crop 20%
+# 76.8%, rotations 86.6%. Measured at the change (RESULTS 40, flat share 0.15): crop 15%
+# 95.1%, crop 20% 89.6%, rotations
 # 5-10 degrees 92.1%; the bounds leave a few pictures' room for platform differences
 # in the resampling (Pillow's rounding) and stay far above the former net's rates.
 @pytest.mark.parametrize(
-    ("edit", "least"), [("crop 15%", 0.88), ("crop 20%", 0.84), ("rotate 5-10 deg", 0.88)]
+    ("edit", "least"), [("crop 15%", 0.88), ("crop 20%", 0.74), ("rotate 5-10 deg", 0.84)]
 )
 def test_cropped_and_rotated_copies_are_proposed(
     hashed: list[tuple[str, Image.Image, object]], edit: str, least: float
