@@ -78,8 +78,10 @@ __all__ = [
 #: digest only for low-information images). 3: a ``turned`` table of orientation
 #: hashes for dihedral matching. 4: a ``thumbs`` table of tiny images' luma thumbnails
 #: (the verified audit's tiny-photo net, :meth:`CachedFiles.thumbnails`). 5: 8 KiB
-#: pages (:data:`_PAGE_SIZE`), so a thumbnail's record sits in its table's page.
-SCHEMA_VERSION = 5
+#: pages (:data:`_PAGE_SIZE`), so a thumbnail's record sits in its table's page. 6: the
+#: candidate net's denser crop boxes, rotations of +/-9 degrees and crop entries from the
+#: pixels of every image larger than 32 px (a row's entries changed, issue 36).
+SCHEMA_VERSION = 6
 DATABASE_NAME = f"hashes-v{SCHEMA_VERSION}.sqlite3"
 
 _APPLICATION_ID = 0x4C4B4155  # "LKAU": marks the file as ours
@@ -202,7 +204,7 @@ class HashCache:
     ----------
     directory : str or os.PathLike
         The folder; created on first use. The database is
-        ``directory / "hashes-v5.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
+        ``directory / "hashes-v6.sqlite3"`` (the number is :data:`SCHEMA_VERSION`).
 
     Notes
     -----

@@ -24,6 +24,7 @@ __all__ = [
     "WHOLE",
     "candidate_pairs",
     "candidate_pairs_between",
+    "repeats_as_is",
     "table_candidates",
 ]
 
@@ -137,7 +138,7 @@ def _row_pairs(
     """:func:`candidate_pairs` (``sides`` None) or :func:`candidate_pairs_between`."""
     crop_threshold = threshold if crop_threshold is None else crop_threshold
     crop_dhash_threshold = threshold if crop_dhash_threshold is None else crop_dhash_threshold
-    usable = linkable[owner]
+    usable = linkable[owner] & ~repeats_as_is(owner, phash, dhash, kinds)
 
     def of_kinds(*wanted: int) -> NDArray[np.int64]:
         return np.flatnonzero(usable & np.isin(kinds, wanted))
@@ -205,6 +206,37 @@ def _row_pairs(
     first[1:] = np.any(pairs[1:] != pairs[:-1], axis=1)
     pairs, distance = pairs[first], distance[first]
     return pairs, np.where(distance >= 10_000, -1, distance)
+
+
+def repeats_as_is(
+    owner: NDArray[np.int64],
+    phash: NDArray[np.uint64],
+    dhash: NDArray[np.uint64],
+    kinds: NDArray[np.int8],
+) -> NDArray[np.bool_]:
+    """Crop and rotation entries with both hashes equal to their own row's as-is entry.
+
+    A row hashed from its thumbnail (a photo of at most 32 x 32 pixels) holds its
+    whole-image hashes in the crop and rotation slots it does not make
+    (``hashing.THUMBNAIL_SLOTS``). Such an entry is no crop: it is left out of the
+    searches (and of the judge's alignments), so such a row gets the pairs of the net
+    before issue 36's denser boxes and their search costs nothing. (A crop made from
+    the pixels whose 128 bits both equal the whole image's is left out too: its
+    hashes are the as-is entry's, which the crop-with-rotation pairs already meet.)
+    """
+    repeats = np.zeros(len(owner), dtype=bool)
+    as_is = np.flatnonzero(kinds == AS_IS)
+    if not as_is.size:
+        return repeats
+    rows = np.full(int(owner.max()) + 1, -1, dtype=np.int64)
+    rows[owner[as_is]] = as_is
+    other = rows[owner]
+    candidates = np.flatnonzero(((kinds == CROP) | (kinds == ROTATION)) & (other >= 0))
+    same = (phash[candidates] == phash[other[candidates]]) & (
+        dhash[candidates] == dhash[other[candidates]]
+    )
+    repeats[candidates[same]] = True
+    return repeats
 
 
 def _as_is_of_owners(

@@ -22,6 +22,7 @@ from leakaudit._verify_candidates import (
     ROTATION,
     STRIP,
     WHOLE,
+    repeats_as_is,
 )
 from leakaudit._verify_options import VerifyOptions
 from leakaudit._verify_view import (
@@ -240,6 +241,9 @@ def _alignments(a: View, b: View, extra: int = 3) -> list[tuple[int, int, int, i
     shape = pa.shape
     hash_distance = np.maximum(popcount64(pa.ravel()), popcount64(da.ravel())).reshape(shape)
     allowed = PAIRED_KINDS[a.kinds[:, None], b.kinds[None, :]] & (a.kinds[:, None] != WHOLE)
+    # A crop or rotation slot that repeats the image's own as-is hashes is no crop (a
+    # 32 px photo's thumbnail makes only some of them): never an alignment.
+    allowed &= ~_repeats(a)[:, None] & ~_repeats(b)[None, :]
     as_is = (a.kinds[:, None] == AS_IS) | (b.kinds[None, :] == AS_IS)
     content = (a.kinds[:, None] == CONTENT) | (b.kinds[None, :] == CONTENT)
     found: list[tuple[int, int, int, int]] = []
@@ -266,6 +270,12 @@ def _alignments(a: View, b: View, extra: int = 3) -> list[tuple[int, int, int, i
                 )
             )
     return found
+
+
+def _repeats(view: View) -> NDArray[np.bool_]:
+    """:func:`~leakaudit._verify_candidates.repeats_as_is` of one view's entries."""
+    owner = np.zeros(len(view.kinds), dtype=np.int64)
+    return repeats_as_is(owner, view.entries[:, 0], view.entries[:, 1], view.kinds)
 
 
 def _aligned_name(kind_a: int, kind_b: int) -> str:

@@ -1,7 +1,7 @@
 """Every pair between two sets of 64-bit hashes within a Hamming distance: exact.
 
 :mod:`leakaudit.search` finds the pairs *within* one set. The candidate net of
-verification needs pairs *between* two sets: an image's 25 crop entries are
+verification needs pairs *between* two sets: an image's 123 crop entries are
 only ever compared with other images' as-is and rotation entries, never with
 crops. Searching the union would find every crop-with-crop pair first (most of
 them between crops of the same image) only to throw them away; at 20k photos

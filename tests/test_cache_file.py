@@ -104,16 +104,16 @@ def test_a_cache_of_the_former_layout_is_left_beside_the_new_one(
     never read, nor rewritten; a file under the new name with another version is set aside."""
     folder = tmp_path / "cache"
     folder.mkdir()
-    old = folder / "hashes-v4.sqlite3"
-    old.write_bytes(b"a v4 cache")
+    old = folder / "hashes-v5.sqlite3"
+    old.write_bytes(b"a v5 cache")
     assert _run(folder, files) == []
-    assert old.read_bytes() == b"a v4 cache"
-    assert DATABASE_NAME == "hashes-v5.sqlite3"
+    assert old.read_bytes() == b"a v5 cache"
+    assert DATABASE_NAME == "hashes-v6.sqlite3"
     db = sqlite3.connect(folder / DATABASE_NAME)
-    db.execute("PRAGMA user_version=4")
+    db.execute("PRAGMA user_version=5")
     db.close()
     caught = _run(folder, files)
-    assert len(caught) == 1 and "was damaged" in caught[0] and "user_version 4" in caught[0]
+    assert len(caught) == 1 and "was damaged" in caught[0] and "user_version 5" in caught[0]
     assert _run(folder, files) == []
 
 

@@ -51,13 +51,15 @@ def _grey(image: Image.Image) -> np.ndarray:
     return np.asarray(Image.alpha_composite(white, image.convert("RGBA")).convert("L"))
 
 
-def test_small_flat_images_use_pixel_entries_and_photos_do_not() -> None:
+def test_pixel_entries_for_images_over_32_px_and_small_flat_ones_only() -> None:
     assert hashing._uses_pixel_entries(_grey(sprite((200, 40, 40), 0, size=32)))
     assert hashing._uses_pixel_entries(_grey(sprite((200, 40, 40), 0, size=64)))
-    # Larger than PIXEL_ENTRY_MAX_SIDE: the thumbnail's entries.
-    assert not hashing._uses_pixel_entries(_grey(sprite((200, 40, 40), 0, size=96)))
+    # Larger than the 32 x 32 thumbnail: from the pixels, flat or not (issue 36).
+    assert hashing._uses_pixel_entries(_grey(sprite((200, 40, 40), 0, size=96)))
     for seed in range(5):
+        # A 32 x 32 photo (CIFAR's) keeps the thumbnail's entries; a larger one does not.
         assert not hashing._uses_pixel_entries(np.asarray(photo_like(seed, (32, 32), "L")))
+        assert hashing._uses_pixel_entries(np.asarray(photo_like(seed, (48, 40), "L")))
     assert not hashing._uses_pixel_entries(np.zeros((0, 0), dtype=np.uint8))
 
 

@@ -56,7 +56,8 @@ def _linked(paths: dict[str, list[str]]) -> set[frozenset[str]]:
 
 
 def test_wide_and_tall_images_get_strips_in_groups_that_the_layout_tells() -> None:
-    assert strip_boxes(32, 32) == [] and strip_boxes(500, 400) == []  # square, 5:4
+    assert strip_boxes(32, 32) == [] and strip_boxes(500, 440) == []  # square, 8:7
+    assert len(strip_boxes(500, 400)) == 32  # 5:4 (STRIP_MIN_ASPECT 1.2)
     assert len(strip_boxes(400, 300)) == 40  # 4:3
     wide, tall = strip_boxes(1024, 576), strip_boxes(576, 1024)
     assert len(wide) % STRIP_GROUP == 0 and len(wide) == len(tall)
@@ -67,7 +68,7 @@ def test_wide_and_tall_images_get_strips_in_groups_that_the_layout_tells() -> No
     assert np.diff(starts).max() <= 0.04 * (wide[0][2] - wide[0][0]) + 1e-9
     images = [
         imagegen.photo_like(1, LANDSCAPE),
-        imagegen.photo_like(2, (96, 80)),  # 6:5: no strips
+        imagegen.photo_like(2, (96, 84)),  # 8:7: no strips
         imagegen.photo_like(3, (200, 400)),
     ]
     table = hash_sources(images, dihedral=True, crop_entries=True, workers=1)

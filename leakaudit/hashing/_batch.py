@@ -47,6 +47,8 @@ from leakaudit.hashing._entries import (
     N_CROP_ENTRIES,
     N_EXTRA_ENTRIES,
     N_ROTATION_ENTRIES,
+    N_THUMBNAIL_CROPS,
+    THUMBNAIL_SLOTS,
     EntryKind,
     _content_entry,
     _crop_entries_of_image,
@@ -55,6 +57,7 @@ from leakaudit.hashing._entries import (
     _packed_rows,
     _pixel_entries,
     _stack_entries_from_rows,
+    _thumbnail_layout,
     _uses_pixel_entries,
     content_box,
     dihedral_orientations,
@@ -126,7 +129,7 @@ def _hash_reduced(
         entries += [
             (phash, dhash),
             _content_entry(pixels, box, (phash, dhash)),
-            *_crop_entries_of_image(pixels, box, thumb),
+            *_crop_entries_of_image(pixels, box, thumb, (phash, dhash)),
         ]
         strip_phash, strip_dhash = strip_entries(pixels, box)
         entries += list(zip(strip_phash.tolist(), strip_dhash.tolist(), strict=True))
@@ -151,6 +154,7 @@ def _hash_reduced(
 _STACK_VALUES = 1 << 16
 #: Images whose crop and rotation entries are computed in one go (bounded working set).
 _CROP_STACK = 64
+_N_TURNS = len(THUMBNAIL_SLOTS) - N_THUMBNAIL_CROPS  # the thumbnail rotation entries
 
 
 def _stack_thumbnails(
@@ -261,9 +265,10 @@ def _stack_orientations(ac: NDArray[np.float64], energy: NDArray[np.float64]) ->
 def _stack_crop_entries(
     thumbs: NDArray[np.float64],
 ) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
-    """:func:`_crop_entries_of_thumbnail` of stacked thumbnails: ``(m, 29)`` pHashes, dHashes."""
+    """:func:`_crop_entries_of_thumbnail` of stacked thumbnails: ``(m, 29)`` pHashes, dHashes
+    (one per :data:`THUMBNAIL_SLOTS`)."""
     m = len(thumbs)
-    n_entries = N_CROP_ENTRIES + N_ROTATION_ENTRIES
+    n_entries = len(THUMBNAIL_SLOTS)
     phash = np.empty((m, n_entries), dtype=np.uint64)
     dhash = np.empty((m, n_entries), dtype=np.uint64)
     bands = _crop_bands_fast if _fast_crop_products() else _crop_bands
@@ -306,7 +311,7 @@ def _crop_bands(
     m = len(bases)
     rows, cols, strip_rows, strip_cols = _CROP_MATRICES
     turn_rows, turn_cols, turn_strip_rows, turn_strip_cols = _ROTATION_MATRICES
-    shape = (m, N_CROP_ENTRIES, _HASH_SIDE, -1)
+    shape = (m, N_THUMBNAIL_CROPS, _HASH_SIDE, -1)
     low = np.matmul(np.matmul(rows.reshape(-1, _BASE_SIDE), bases).reshape(shape), cols)
     strip = np.matmul(
         np.matmul(strip_rows.reshape(-1, _BASE_SIDE), bases).reshape(shape), strip_cols
@@ -315,8 +320,8 @@ def _crop_bands(
     turn_low = np.matmul(np.matmul(turn_rows[0], turned), turn_cols[0])
     turn_strip = np.matmul(np.matmul(turn_strip_rows[0], turned), turn_strip_cols[0])
     return (
-        np.concatenate([low, turn_low.reshape(m, N_ROTATION_ENTRIES, _HASH_SIDE, -1)], axis=1),
-        np.concatenate([strip, turn_strip.reshape(m, N_ROTATION_ENTRIES, _HASH_SIDE, -1)], axis=1),
+        np.concatenate([low, turn_low.reshape(m, _N_TURNS, _HASH_SIDE, -1)], axis=1),
+        np.concatenate([strip, turn_strip.reshape(m, _N_TURNS, _HASH_SIDE, -1)], axis=1),
     )
 
 
@@ -366,7 +371,7 @@ def _crop_bands_fast(
     m = len(bases)
     cols, strip_cols = _CROP_MATRICES[1], _CROP_MATRICES[3]
     turn_rows, turn_cols, turn_strip_rows, turn_strip_cols = _ROTATION_MATRICES
-    n_entries = N_CROP_ENTRIES + N_ROTATION_ENTRIES
+    n_entries = len(THUMBNAIL_SLOTS)
     low = np.empty((m, n_entries, _HASH_SIDE, _HASH_SIDE), dtype=np.float64)
     strip = np.empty((m, n_entries, _HASH_SIDE, _HASH_SIDE + 1), dtype=np.float64)
     turned = _rotated_bases(bases)
@@ -376,12 +381,12 @@ def _crop_bands_fast(
     ):
         left = np.matmul(distinct.reshape(-1, _BASE_SIDE), bases)
         left = left.reshape(m, len(distinct), _HASH_SIDE, _BASE_SIDE)
-        for box in range(N_CROP_ENTRIES):
+        for box in range(N_THUMBNAIL_CROPS):
             lines = left[:, row_of[box]].reshape(-1, _BASE_SIDE)
             out[:, box] = _rows_matmul(lines, columns[box]).reshape(m, _HASH_SIDE, -1)
         turn_left = np.matmul(turn_row[0], turned).reshape(-1, _BASE_SIDE)
-        out[:, N_CROP_ENTRIES:] = _rows_matmul(turn_left, turn_col[0]).reshape(
-            m, N_ROTATION_ENTRIES, _HASH_SIDE, -1
+        out[:, N_THUMBNAIL_CROPS:] = _rows_matmul(turn_left, turn_col[0]).reshape(
+            m, _N_TURNS, _HASH_SIDE, -1
         )
     return low, strip
 
@@ -515,8 +520,11 @@ def _hash_reduced_batch(
         crop_phash = np.empty((len(linked), N_CROP_ENTRIES + N_ROTATION_ENTRIES), dtype=np.uint64)
         crop_dhash = np.empty_like(crop_phash)
         if not from_pixels.all():
-            stacked = _stack_crop_entries(thumbs[linked[~from_pixels]])
-            crop_phash[~from_pixels], crop_dhash[~from_pixels] = stacked
+            on_thumbs = linked[~from_pixels]
+            stacked = _stack_crop_entries(thumbs[on_thumbs])
+            crop_phash[~from_pixels], crop_dhash[~from_pixels] = _thumbnail_layout(
+                *stacked, (phash[on_thumbs], dhash[on_thumbs])
+            )
         for k in np.flatnonzero(from_pixels).tolist():
             crop_phash[k], crop_dhash[k] = _pixel_entries(*reduced[int(linked[k])])
         columns = base[:, None] + 2 + np.arange(N_CROP_ENTRIES + N_ROTATION_ENTRIES)
