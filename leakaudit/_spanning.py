@@ -68,6 +68,8 @@ class Members:
 
 def hash_classes(distances: PairDistances, rows: NDArray[np.int64]) -> NDArray[np.int64]:
     """A code per row of ``rows``, equal for rows whose hash columns are all equal."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)  # pandas 2.0 cannot factorize an empty MultiIndex
     codes, _ = pd.factorize(pd.MultiIndex.from_arrays([c[rows] for c in distances.columns]))
     result: NDArray[np.int64] = np.asarray(codes, dtype=np.int64)
     return result

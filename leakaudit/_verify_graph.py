@@ -198,6 +198,8 @@ def _entry_codes(
     if len(owner):
         key[owner[starts]] = np.bitwise_xor.reduceat(mixed, starts)
         count[owner[starts]] = np.diff(np.r_[starts, len(owner)])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)  # pandas 2.0 cannot factorize an empty MultiIndex
     codes, _ = pd.factorize(pd.MultiIndex.from_arrays([key, count]))
     return np.where(count > 0, codes, -1).astype(np.int64)
 
@@ -242,7 +244,11 @@ def _same_bytes(
     codes = codes.astype(np.int64)
     unknown = codes < 0
     codes[unknown] = codes.max(initial=-1) + 1 + np.arange(int(unknown.sum()))
-    keys, _ = pd.factorize(pd.MultiIndex.from_arrays([within[rows], codes]))
+    keys = (
+        pd.factorize(pd.MultiIndex.from_arrays([within[rows], codes]))[0]
+        if len(rows)
+        else np.zeros(0, dtype=np.int64)
+    )
     key = np.full(len(within), -1, dtype=np.int64)
     key[rows] = keys
     return _first_of_code(key, key >= 0)
