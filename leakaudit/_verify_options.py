@@ -95,10 +95,10 @@ class VerifyOptions:
         grid) at or above which the pixel check accepts a pair.
     max_chroma_difference : float, default 12.0
         Largest mean chroma difference (Cb and Cr, 0-255 scale) of an accepted
-        pair; above it the pair is rejected (another colouring). Measured as it
-        is when one image is drawn (a figure on a plain or transparent
-        background, or flat regions), else after the best global colour map
-        (grey, toned and channel-scaled copies of a photo are copies).
+        pair, measured after the best global colour map of the family
+        (:mod:`leakaudit._colour_map`) for every kind of image: grey, toned,
+        channel-scaled or -swapped copies are copies; what no such map explains
+        (another colouring of a part) is rejected above it.
     min_silhouette : float, default 0.75
         Smallest IoU of the two alpha masks when both images have transparency.
     geometry : bool or None, default None
@@ -108,9 +108,10 @@ class VerifyOptions:
         Pairs scoring between this and ``min_correlation`` are left open (go
         to the geometric stage, or are rejected without it).
     max_changed : float, default 0.045
-        Largest share of pixels that still differ after a global gain and
-        offset per channel (:func:`_changed_share`): what tells a sprite in
-        another pose, or another character in the same pose, from a copy.
+        Largest share of pixels that still differ by more than 48 levels after
+        the best global colour map (:func:`leakaudit._colour_map.mapped_colours`):
+        what tells a sprite in another pose, or another character in the same
+        pose, from a copy.
     graphic_correlation, graphic_chroma_difference, graphic_changed : float
         The same three limits (0.85, 10.0, 0.03) for pairs where either image
         is a graphic (transparent, or under :data:`GRAPHIC_SIDE` pixels):
@@ -120,8 +121,8 @@ class VerifyOptions:
         The colour and changed-share limits (12.0, 0.075) of a graphic on a
         uniform or transparent background, where both are measured on the
         figure (what differs from the background in either image) rather than
-        on the whole canvas: a palette swap or another badge changes a tenth of
-        the figure but a few hundredths of the canvas.
+        on the whole canvas: another part or badge changes a tenth of the figure
+        but a few hundredths of the canvas.
     min_support : float, default 0.6
         A verified pair links only when its two images share at least this
         share of the smaller of their verified neighbourhoods
