@@ -60,12 +60,51 @@ def interrupted_line(interrupt: BaseException) -> str:
     return f"leakaudit: {'terminated' if isinstance(interrupt, Terminated) else 'interrupted'}"
 
 
+#: Code where an exception raised by the handler would be swallowed ("Exception ignored
+#: in ..." on stderr) and the run would go on as if no signal had come: a finalizer, run
+#: when its object dies, between any two lines of the main thread. Name and file suffix.
+_SWALLOWING = (
+    ("__call__", "multiprocessing/util.py"),  # multiprocessing.util.Finalize
+    ("__call__", "weakref.py"),  # weakref.finalize
+    ("__del__", ""),
+)
+
+#: How long a signal that came inside a finalizer waits before it is delivered again.
+_REDELIVER_SECONDS = 0.02
+
+
+def _in_finalizer(frame: Any) -> bool:
+    """Whether ``frame`` runs inside a finalizer (:data:`_SWALLOWING`)."""
+    while frame is not None:
+        code = frame.f_code
+        for name, suffix in _SWALLOWING:
+            if code.co_name == name and code.co_filename.replace("\\", "/").endswith(suffix):
+                return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_again(signum: int) -> None:
+    if _state["pending"] != signum:  # a signals_held block ending delivered it already
+        return
+    _state.update(pending=None, received=None)
+    os.kill(os.getpid(), signum)
+
+
 def _handler(signum: int, frame: Any) -> None:
     if _state["received"] is not None:
         return  # the first signal is being handled: let its cleanup finish
     _state["received"] = signum
     if _state["held"]:  # raised where signals_held ends
         _state["pending"] = signum
+        return
+    if not _state["returned"] and _in_finalizer(frame):
+        # Raised here, the interrupt would be printed as ignored and lost: deliver it
+        # again in a moment, once the finalizer has returned.
+        _state["pending"] = signum
+        timer = threading.Timer(_REDELIVER_SECONDS, _deliver_again, args=(signum,))
+        timer.daemon = True
+        timer.start()
         return
     interrupt = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
     if _state["returned"]:  # the command is over and its outputs complete: end now
