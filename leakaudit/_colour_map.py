@@ -7,10 +7,13 @@ exactly that family, both ways, and keeps the direction and member that leave le
 - per channel, a gain and an offset after any of the 6 channel orders: brightness,
   contrast, a colour cast, per-channel gain, a channel swap (and, approximately, gamma);
 - one gain on the chroma and one on the luma with an offset per channel: saturation;
-- onto a target whose colours vary along one line only (grey, sepia, a duotone): a gain and
-  an offset per channel of the source's luma. Not any mix of the channels: onto a grey
-  placeholder, some mix of a colour picture's channels is nearly flat, and would explain
-  the picture away (emblem variants of a document icon, bench_real).
+- onto a toned target (grey, sepia, another tone: its colours run along the grey axis,
+  :func:`_toned`): a gain and an offset per channel of the source's luma, also fitted on
+  the unclipped pixels only when the tone clipped at 255. Not any mix of the channels: onto
+  a grey placeholder, some mix of a colour picture's channels is nearly flat, and would
+  explain the picture away (emblem variants of a document icon, bench_real); not onto
+  shades of one vivid colour either (a blue folder is no toned copy of a red one with an
+  emblem whose brightness matches the folder's).
 
 A map outside the family is not fitted: a palette swap that moves one colour of a sprite
 and keeps the others (another character's head on the same body) is no gain, order or
@@ -20,6 +23,7 @@ recolouring of a figure of four colours or fewer, which is most sprites and icon
 
 from __future__ import annotations
 
+import math
 from itertools import permutations
 
 import numpy as np
@@ -29,10 +33,6 @@ __all__ = ["LUMA", "mapped_colours"]
 
 #: Rec. 601 luma weights.
 LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
-#: A target whose second colour axis carries at most this share of its first's spread
-#: (singular values of its centred colours) is one-dimensional: grey, sepia, a duotone.
-#: A grey JPEG's chroma noise stays under 1%; a colour photo's second axis is 5-40%.
-_ONE_DIMENSIONAL = 0.05
 
 #: Gains are kept within [1/2, 2], as the changed-pixel rule always had them: contrast,
 #: brightness and channel gains change a channel's spread by less, and a gain near 0 would
@@ -47,6 +47,8 @@ def mapped_colours(
     rgb_a: NDArray[np.float32],
     rgb_b: NDArray[np.float32],
     weight: NDArray[np.float32] | None = None,
+    opaque: NDArray[np.bool_] | None = None,
+    premultiplied: tuple[NDArray[np.float32], NDArray[np.float32]] | None = None,
 ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
     """``(fitted, target)``: one image's colours (shape (n, 3)) mapped onto the other's by
     the best global colour map of the family, and the other's colours (the very array
@@ -58,6 +60,13 @@ def mapped_colours(
     would explain a part in another colour away); a grey or sepia target is fitted from
     the colour image only (the colours it dropped cannot come back). The member that
     leaves the smallest weighted mean residual is returned, in its scored direction.
+
+    ``opaque`` (n,): the pixels that are opaque in both images (the others were flattened
+    onto a background, which a toned copy's tone did not reach): the grey or sepia member is
+    tested and fitted on them when they carry weight enough. ``premultiplied``: the two
+    images' colours times their alpha (not flattened onto a background: a toned copy's
+    soft fringe stays on its tone's line, which passes through black); when given, whether
+    a target's colours lie on a line is tested on them.
     """
     w = np.ones(len(rgb_a), np.float32) if weight is None else weight.astype(np.float32)
     w = w / max(float(w.sum()), 1e-6)
@@ -77,20 +86,59 @@ def mapped_colours(
     forth = scored(_saturation(x, y, w), y)
     back = scored(_saturation(y, x, w), x)
     candidates.append(max(forth, back, key=lambda c: c[0]))
-    for source, target in ((x, y), (y, x)):
-        if _one_dimensional(target, w):
-            candidates.append(scored(_tint(source, target, w), target))
+    tint_w = w
+    if opaque is not None and float(w @ opaque) > _MIN_UNCLIPPED:
+        tint_w = w * opaque
+        tint_w = tint_w / float(tint_w.sum())
+    lines = (y, x) if premultiplied is None else (premultiplied[1], premultiplied[0])
+    for (source, target), line in zip(((x, y), (y, x)), lines, strict=True):
+        if _toned(line, tint_w):
+            candidates.append(scored(_tint(source, target, tint_w, clipped=False), target))
+        inside = tint_w * _unclipped(target)
+        if inside.sum() > _MIN_UNCLIPPED and _toned(line, inside / inside.sum()):
+            # A toned copy whose bright colours clipped: its unclipped colours lie on a line.
+            candidates.append(scored(_tint(source, target, tint_w, clipped=True), target))
     _, fitted, target = min(candidates, key=lambda c: c[0])
     return fitted, (rgb_b if target is y else rgb_a)
 
 
 def _tint(
-    x: NDArray[np.float32], y: NDArray[np.float32], w: NDArray[np.float32]
+    x: NDArray[np.float32], y: NDArray[np.float32], w: NDArray[np.float32], *, clipped: bool
 ) -> NDArray[np.float32]:
     """Each channel of ``y`` as a gain and offset of ``x``'s luma: a grey, sepia or duotone
-    copy (any other mix of the channels would explain a part in another colour away)."""
+    copy (any other mix of the channels would explain a part in another colour away).
+
+    ``clipped``: the copy's bright colours clipped at 255 (sepia lifts red by a third):
+    each channel's gain and offset are fitted on the pixels where that channel of ``y`` is
+    not clipped, and the fitted colours are clipped as the copy's were."""
     luma = np.repeat((x @ LUMA)[:, None], 3, axis=1).astype(np.float32)
-    return _per_channel(luma, y, w)
+    if not clipped:
+        return _per_channel(luma, y, w)
+    fitted = np.empty_like(y)
+    for channel in range(3):
+        inside = ((y[:, channel] > _CLIP_LOW) & (y[:, channel] < _CLIP_HIGH)).astype(np.float32)
+        weight = w * inside if (w @ inside) > _MIN_UNCLIPPED else w
+        weight = weight / max(float(weight.sum()), 1e-6)
+        fitted[:, channel] = _per_channel(
+            luma[:, channel : channel + 1], y[:, channel : channel + 1], weight
+        )[:, 0]
+    within: NDArray[np.float32] = np.clip(fitted, 0.0, 255.0)
+    return within
+
+
+def _unclipped(y: NDArray[np.float32]) -> NDArray[np.float32]:
+    """1 where no channel of ``y`` is clipped (at 0 or 255), else 0."""
+    inside: NDArray[np.float32] = np.all((y > _CLIP_LOW) & (y < _CLIP_HIGH), axis=1).astype(
+        np.float32
+    )
+    return inside
+
+
+#: A channel at or beyond these levels may have been clipped by a toning edit.
+_CLIP_LOW, _CLIP_HIGH = 1.5, 253.5
+#: The unclipped pixels fit a tint only when they carry this share of the weight at least
+#: (else every pixel counts: a black-and-white drawing is mostly at the extremes).
+_MIN_UNCLIPPED = 0.2
 
 
 def _saturation(
@@ -135,8 +183,37 @@ def _shared_gains(
     return fitted
 
 
-def _one_dimensional(y: NDArray[np.float32], w: NDArray[np.float32]) -> bool:
-    """Whether ``y``'s colours vary along one line (grey, sepia, a duotone)."""
-    centred = (y - w @ y) * np.sqrt(w)[:, None]
-    values = np.linalg.svd(centred, compute_uv=False)
-    return bool(values[0] < 1e-3 or values[1] <= _ONE_DIMENSIONAL * values[0])
+def _toned(y: NDArray[np.float32], w: NDArray[np.float32]) -> bool:
+    """Whether ``y`` is a toned picture (grey, sepia, another tone): every colour of it,
+    but for :data:`_TONE_OUTLIERS` of the weight, runs within :data:`_TONE_ANGLE` of the
+    grey axis (as a direction from black; near-black colours have none). A toning edit
+    keeps the picture's light and dark and drops its hues; a picture in shades of one
+    vivid colour (a blue folder), or with a part in one, is not a toned copy of another.
+    A colour passes when it runs along the grey axis from black or from the mean colour.
+    Tested colour by colour, not as a line fitted to all of them: a tone that clipped at
+    255 bends its line, and the grid's resampling mixes the two arms."""
+    limit = math.cos(math.radians(_TONE_ANGLE))
+    length = np.linalg.norm(y, axis=1)
+    lit = length > _TONE_DARK
+    if float(w @ lit) < 1e-6:
+        return True
+    toned = (y @ _GREY_AXIS) >= limit * length
+    # A tone with lifted blacks (an offset) runs along the grey axis from its mean colour,
+    # not from black.
+    spread = y - w @ y
+    reach = np.linalg.norm(spread, axis=1)
+    toned |= (reach > _TONE_DARK) & (np.abs(spread @ _GREY_AXIS) >= limit * reach)
+    return float(w @ (lit & ~toned)) <= _TONE_OUTLIERS * float(w @ lit)
+
+
+_GREY_AXIS = np.full(3, 1.0 / math.sqrt(3.0), np.float32)
+#: A toned copy's colours run at most this far (degrees) from the grey axis: sepia's run
+#: 8.4 degrees from it, a cyanotype's about 12; shades of a vivid blue (40, 90, 220) 33.
+_TONE_ANGLE = 20.0
+#: The share of a toned copy's lit colours that may lie farther off (JPEG noise, a fringe
+#: flattened onto a coloured background).
+_TONE_OUTLIERS = 0.05
+#: Colours closer to black (or to the mean colour) than this (RGB length) have no direction
+#: to test: a tone whose blacks are lifted by up to 20 levels (toned film) puts a colour of
+#: this length up to 18 degrees off the grey axis, and JPEG noise turns darker ones further.
+_TONE_DARK = 64.0

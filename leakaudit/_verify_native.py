@@ -8,12 +8,14 @@ from PIL import Image
 
 from leakaudit._colour_map import mapped_colours
 from leakaudit._verify_judge import PairVerdict, correlation, pair_background
+from leakaudit._verify_moved import moved_part_count
 from leakaudit._verify_options import DISTINCT_MIN_SIDE
 from leakaudit._verify_view import LUMA, VIEW_SIDE, View, flattened, turned_grid
 
 __all__ = [
     "distinct_applies",
     "distinct_pixel_count",
+    "registered_pixel_count",
 ]
 
 #: The native-resolution check (:func:`distinct_pixel_count`): the pair must align on
@@ -37,13 +39,19 @@ def distinct_applies(a: View, b: View, verdict: PairVerdict) -> bool:
     structure of at least 0.9, one image is a graphic, both are stored losslessly
     (a JPEG's ringing or a GIF's palette would look like a change) and both are at
     least :data:`DISTINCT_MIN_SIDE` pixels on their shorter side (all set in RESULTS
-    §10 session 8, on the generated closure)."""
+    §10 session 8, on the generated closure); or, whatever their size and similarity,
+    both lossless images with transparency kept at their own pixels
+    (:attr:`View.own`) and of one size once turned (compared pixel for pixel: issue
+    36, consecutive animation frames and emblem variants of real icon themes)."""
+    if verdict.stage != "pixels" or not (a.lossless and b.lossless):
+        return False
+    if _same_pixels_kind(a, b, verdict.turn):
+        # Two lossless sprites or icons of one size: compared pixel for pixel whatever
+        # their size and similarity (no resampling between them to allow for).
+        return True
     return (
-        verdict.stage == "pixels"
-        and verdict.similarity >= 0.9
+        verdict.similarity >= 0.9
         and (a.graphic or b.graphic)
-        and a.lossless
-        and b.lossless
         and min(a.native_side, b.native_side) >= DISTINCT_MIN_SIDE
     )
 
@@ -81,7 +89,7 @@ def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> in
     """
     background = pair_background(a, b)
     if _same_pixels_kind(a, b, turn):
-        return _moved_part_count(a, b, turn, background)
+        return moved_part_count(a, b, turn, background, stop_below)
     grid_a = flattened(a.grid, background)
     grid_b = flattened(np.ascontiguousarray(turned_grid(b.grid, turn)), background)
     if correlation(grid_a @ LUMA, grid_b @ LUMA) < _DISTINCT_ALIGNED:
@@ -117,77 +125,42 @@ def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> in
     return min(counts)
 
 
+def registered_pixel_count(
+    a: View, b: View, first: NDArray[np.float32], second: NDArray[np.float32]
+) -> int:
+    """:func:`distinct_pixel_count` of a registered pair: ``first`` and ``second`` (RGBA,
+    one square side) are the overlap of ``a`` and of ``b`` (turned) at native resolution
+    (:func:`leakaudit._verify_align.registered_natives`), compared in that one alignment."""
+    background = pair_background(a, b)
+    side = first.shape[0]
+    flat_a = flattened(first, background).reshape(side, side, 3)
+    flat_b = flattened(second, background).reshape(side, side, 3)
+    own_a = background if a.has_alpha else a.border
+    own_b = background if b.has_alpha else b.border
+    margin = round(_DISTINCT_MARGIN * side)
+    use = np.zeros((side, side), dtype=bool)
+    use[margin : side - margin, margin : side - margin] = True
+    use &= (np.abs(flat_a - own_a).max(axis=2) >= _DISTINCT_BACKGROUND) | (
+        np.abs(flat_b - own_b).max(axis=2) >= _DISTINCT_BACKGROUND
+    )
+    if a.has_alpha != b.has_alpha:
+        use &= (first if a.has_alpha else second)[..., 3] >= 128
+    return _strong_differences(flat_a, flat_b, use)
+
+
 def _same_pixels_kind(a: View, b: View, turn: int) -> bool:
-    """Both images small and kept as their own pixels, of one size once ``b`` is turned:
-    nothing was resampled between them, so they are compared pixel for pixel."""
-    if a.native is None or b.native is None or not (a.has_alpha and b.has_alpha):
-        # Only figures on transparency (sprites, icons): an opaque small photo's copy may
-        # be resampled at the same size (CIFAR's PNGs), and one flattened onto some colour
-        # says nothing where the other is transparent; the general check handles those.
+    """Both images lossless with transparency and kept as their own pixels
+    (:attr:`View.own`, up to 96 px), of one size once ``b`` is turned: nothing was
+    resampled between them, so they are compared pixel for pixel."""
+    if a.own is None or b.own is None:
+        # Only figures on transparency (sprites, icons, :attr:`View.own`): an opaque small
+        # photo's copy may be resampled at the same size (CIFAR's PNGs), and one flattened
+        # onto some colour says nothing where the other is transparent; the general check
+        # handles those.
         return False
-    width, height = b.native.size
+    width, height = b.own.size
     turned_size = (height, width) if turn & 1 else (width, height)
-    return a.native.size == turned_size
-
-
-def _moved_part_count(a: View, b: View, turn: int, background: NDArray[np.float32]) -> int:
-    """Pixels that differ strongly between two small lossless images of one size, compared
-    pixel for pixel at the whole shift (up to :data:`_MAX_SHIFT` pixels each way) that
-    matches best, after the best global colour map.
-
-    A copy shifted as a whole matches exactly at its shift; a frame of the same animation
-    (a limb, a wing, an eye moved by a pixel or two) differs there, however it is shifted
-    (a 3 x 3 neighbourhood, which absorbs resampling, absorbed those moves too: 126 of 150
-    consecutive frames were linked, bench_real).
-    """
-    assert a.native is not None and b.native is not None
-    first = flattened(np.asarray(a.native, np.float32), background).reshape(
-        a.native.size[1], a.native.size[0], 3
-    )
-    second_grid = flattened(np.asarray(b.native, np.float32), background).reshape(
-        b.native.size[1], b.native.size[0], 3
-    )
-    second = np.ascontiguousarray(turned_grid(second_grid, turn))
-    luma_a, luma_b = first @ LUMA, second @ LUMA
-    best: tuple[float, int, int] | None = None
-    for dy in range(-_MAX_SHIFT, _MAX_SHIFT + 1):
-        for dx in range(-_MAX_SHIFT, _MAX_SHIFT + 1):
-            x, y = _overlap(luma_a, luma_b, dx, dy)
-            if x.size < 16:
-                continue
-            cost = float(np.abs((x - x.mean()) - (y - y.mean())).mean())
-            if best is None or cost < best[0]:
-                best = (cost, dx, dy)
-    if best is None:
-        return 0
-    _, dx, dy = best
-    x, y = _overlap(first, second, dx, dy)
-    x, y = x.reshape(-1, 3), y.reshape(-1, 3)
-    fitted, target = mapped_colours(x, y)
-    off = np.abs(target - fitted).max(axis=1)
-    foreground = (np.abs(x - background).max(axis=1) >= _DISTINCT_BACKGROUND) | (
-        np.abs(y - background).max(axis=1) >= _DISTINCT_BACKGROUND
-    )
-    return int(np.count_nonzero((off > _DISTINCT_LEVEL) & foreground))
-
-
-#: The largest whole shift (pixels, each way) of a small image's copy: a shift copy moves
-#: 1-3 pixels (issue 36's edits).
-_MAX_SHIFT = 3
-
-
-def _overlap(
-    first: NDArray[np.float32], second: NDArray[np.float32], dx: int, dy: int
-) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """The parts of ``first`` and ``second`` that overlap when ``second`` is moved by
-    ``(dx, dy)``."""
-    height, width = first.shape[:2]
-    ys, yd = (
-        slice(max(0, dy), min(height, height + dy)),
-        slice(max(0, -dy), min(height, height - dy)),
-    )
-    xs, xd = slice(max(0, dx), min(width, width + dx)), slice(max(0, -dx), min(width, width - dx))
-    return first[ys, xs], second[yd, xd]
+    return a.own.size == turned_size
 
 
 def _native_rgba(view: View, side: int) -> NDArray[np.float32]:

@@ -18,7 +18,8 @@ from leakaudit import geometry
 from leakaudit._evidence import COPY_KIND, EDGE_COLUMNS
 from leakaudit._text import first_few, printable
 from leakaudit._validation import usable_cpu_count
-from leakaudit._verify_judge import PairVerdict, colour_change, compare_views
+from leakaudit._verify_align import compare_views
+from leakaudit._verify_judge import PairVerdict, colour_change
 from leakaudit._verify_native import distinct_applies, distinct_pixel_count
 from leakaudit._verify_options import VerifyOptions
 from leakaudit._verify_view import View, load_view

@@ -131,6 +131,25 @@ class View:
     strip_grey : numpy.ndarray of uint8
         Such an image's grey, at most :data:`_GEOMETRY_SIDE` on its shorter side
         (photos only; empty otherwise): the fine-detail rule of a strip match.
+    own : PIL.Image.Image or None
+        The trimmed image at the file's own pixels, for a lossless image with
+        transparency (a sprite, an icon) decoded unreduced and at most
+        :data:`_DECODE_SIDE` pixels on its longer side (None otherwise): two such
+        images of one size are compared pixel for pixel
+        (:mod:`leakaudit._verify_native`), where a moved limb or a changed emblem
+        is evidence, there being no re-encoding noise to allow for.
+    reencoded_noise : tuple of float or None
+        Kept by the judge once measured: the colour difference and the changed share between
+        this small image and its own JPEG q50 copy (the noise a lossy copy of it may carry;
+        None: not measured).
+    content_box : tuple of float or None
+        The content inside uniform backgrounds (:func:`leakaudit.hashing.content_box`) as
+        shares ``(left, top, right, bottom)`` of the trimmed image, when there is such a
+        background (None otherwise): a frame the registration step may align
+        (:mod:`leakaudit._verify_align`).
+    content_rgba : PIL.Image.Image or None
+        That content cut from the decoded image (finer than the 48 x 48 view of the whole:
+        a letterboxed strip is a few of its rows) at 48 x 48, RGBA (None without a box).
     """
 
     rgba: Image.Image
@@ -153,6 +172,10 @@ class View:
     self_turn_detail: float | None = None
     strip_rgba: Image.Image | None = None
     strip_grey: NDArray[np.uint8] = field(default_factory=lambda: np.zeros((0, 0), np.uint8))
+    reencoded_noise: tuple[float, float] | None = None
+    content_box: tuple[float, float, float, float] | None = None
+    content_rgba: Image.Image | None = None
+    own: Image.Image | None = None
 
 
 #: Alpha levels at or above which a soft edge is taken as opaque when the other image of
@@ -306,15 +329,42 @@ def load_view(
         native_side=native_side,
         lossless=lossless,
         native=region if max(region.size) <= VIEW_SIDE else None,
+        own=(
+            region
+            if lossless
+            and has_alpha
+            and region.size == native_size
+            and max(region.size) <= _DECODE_SIDE
+            else None
+        ),
         native_size=native_size,
         strip_rgba=strip_rgba,
         strip_grey=strip_grey,
+        content_box=None if content is None else _shares_of(content, box),
+        content_rgba=(
+            None if content is None else symmetric_resize(rgba, (VIEW_SIDE, VIEW_SIDE), box=content)
+        ),
         border=_border_colour(np.asarray(rgba, dtype=np.float32)),
         full_grid=(
             None
             if box == (0.0, 0.0, float(grey.shape[1]), float(grey.shape[0]))
             else np.asarray(symmetric_resize(rgba, (GRID, GRID)), dtype=np.float32)
         ),
+    )
+
+
+def _shares_of(
+    inner: tuple[float, float, float, float], outer: tuple[float, float, float, float]
+) -> tuple[float, float, float, float]:
+    """``inner`` as shares of ``outer`` (both ``(left, top, right, bottom)`` boxes), clipped."""
+    width, height = max(outer[2] - outer[0], 1e-6), max(outer[3] - outer[1], 1e-6)
+    left, top = (inner[0] - outer[0]) / width, (inner[1] - outer[1]) / height
+    right, bottom = (inner[2] - outer[0]) / width, (inner[3] - outer[1]) / height
+    return (
+        min(max(left, 0.0), 1.0),
+        min(max(top, 0.0), 1.0),
+        min(max(right, 0.0), 1.0),
+        min(max(bottom, 0.0), 1.0),
     )
 
 

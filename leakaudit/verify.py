@@ -39,6 +39,7 @@ This module is the stage's public face; the work lives in private modules, one j
 
 from __future__ import annotations
 
+from leakaudit._verify_align import compare_views
 from leakaudit._verify_candidates import candidate_pairs, table_candidates
 from leakaudit._verify_graph import (
     iter_edge_chunks,
@@ -46,7 +47,7 @@ from leakaudit._verify_graph import (
     supported_pairs,
     verified_labels,
 )
-from leakaudit._verify_judge import PairVerdict, colour_change, compare_views
+from leakaudit._verify_judge import PairVerdict, colour_change
 from leakaudit._verify_native import distinct_applies, distinct_pixel_count
 from leakaudit._verify_options import (
     CANDIDATE_THRESHOLD,

@@ -151,3 +151,29 @@ def test_plan_fills_every_edit_and_kind_cell() -> None:
                     counts[edit] += 1
         smallest = min(counts.values())
         assert smallest >= (40 if kind == "icon" else 25), (kind, counts)
+
+
+def _figure(arm_lift: int = 0, hidden: tuple[int, int, int] = (0, 0, 0)) -> Image.Image:
+    """A 40 x 30 sprite on transparency whose transparent pixels carry the colour ``hidden``."""
+    image = Image.new("RGBA", (40, 30), (*hidden, 0))
+    draw = ImageDraw.Draw(image)
+    draw.ellipse((12, 8, 28, 29), fill=(120, 30, 90, 255))
+    draw.rectangle((1, 14 - arm_lift, 13, 17 - arm_lift), fill=(200, 120, 40, 255))
+    return image
+
+
+def test_a_frame_is_a_negative_only_when_a_visible_part_moved() -> None:
+    still = _figure()
+    # The next frame: the arm raised by 3 px, a visible part moved.
+    moved = real_corpus.unexplained_share(still, _figure(arm_lift=3), real_corpus.FRAME_LEVELS)
+    assert moved >= real_corpus.FRAME_MIN_CHANGE
+    # Other colours under fully transparent pixels: the old raw-RGBA rule counted every one of
+    # them (a "different" frame that looks the same).
+    invisible = _figure(hidden=(255, 255, 255))
+    assert real_corpus.unexplained_share(still, invisible, real_corpus.FRAME_LEVELS) == 0.0
+    # A copy shifted by 2 px and recoloured is explained by the copy edits.
+    shifted = Image.new("RGBA", still.size, (0, 0, 0, 0))
+    shifted.paste(still, (2, 1))
+    red, green, blue, alpha = shifted.split()
+    recoloured = Image.merge("RGBA", (blue, green, red, alpha))
+    assert real_corpus.unexplained_share(still, recoloured, real_corpus.FRAME_LEVELS) < 0.01
