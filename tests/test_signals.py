@@ -188,13 +188,6 @@ def _moments() -> list[tuple[float, int, bool]]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open defect (found 2026-12-07, both CI runs): a SIGINT or SIGTERM sent about 2 s "
-    "into a 3,000-image scan was not acted on; the scan finished 7 s later with exit 0 (and, "
-    "at pandas 2.0, a RuntimeWarning from values.astype(str)). Intermittent, timing-bound: "
-    "the verification stage got slower this session. To be fixed first next session.",
-)
 def test_a_signal_at_any_moment_is_one_line_and_leaves_nothing(
     dataset: Path, tmp_path: Path
 ) -> None:
