@@ -77,15 +77,28 @@ def mapped_colours(
     ) -> tuple[float, NDArray[np.float32], NDArray[np.float32]]:
         return float(w @ np.abs(target - fitted).sum(axis=1)), fitted, target
 
-    candidates = []
+    # The 6 channel orders, both ways, from the 9 (source channel, target channel) fits of
+    # each way: an order's residual is the sum of its three channels' (one pass over the
+    # pixels, not 36 fits); only the best order's colours are made.
+    forth_residuals, back_residuals = _channel_residuals(x, y, w), _channel_residuals(y, x, w)
+    best_order: tuple[float, list[int], bool] | None = None
     for order in _ORDERS:
         inverse = [int(k) for k in np.argsort(order)]
-        forth = scored(_per_channel(x[:, order], y, w), y)
-        back = scored(_per_channel(y[:, inverse], x, w), x)
-        candidates.append(max(forth, back, key=lambda c: c[0]))
-    forth = scored(_saturation(x, y, w), y)
-    back = scored(_saturation(y, x, w), x)
-    candidates.append(max(forth, back, key=lambda c: c[0]))
+        forth = float(sum(forth_residuals[order[k], k] for k in range(3)))
+        back = float(sum(back_residuals[inverse[k], k] for k in range(3)))
+        worse = (forth, order, True) if forth >= back else (back, inverse, False)
+        if best_order is None or worse[0] < best_order[0]:
+            best_order = worse
+    assert best_order is not None
+    score, order, forward = best_order
+    candidates = [
+        (score, _per_channel(x[:, order], y, w), y)
+        if forward
+        else (score, _per_channel(y[:, order], x, w), x)
+    ]
+    forth_saturated = scored(_saturation(x, y, w), y)
+    back_saturated = scored(_saturation(y, x, w), x)
+    candidates.append(max(forth_saturated, back_saturated, key=lambda c: c[0]))
     tint_w = w
     if opaque is not None and float(w @ opaque) > _MIN_UNCLIPPED:
         tint_w = w * opaque
@@ -147,6 +160,22 @@ def _saturation(
     """``y`` as a saturation edit of ``x``: one gain on the luma, one on the chroma."""
     luma = x @ LUMA
     return _shared_gains(luma, x - luma[:, None], y, w)
+
+
+def _channel_residuals(
+    x: NDArray[np.float32], y: NDArray[np.float32], w: NDArray[np.float32]
+) -> NDArray[np.float64]:
+    """(3, 3): the weighted mean absolute residual of channel ``k`` of ``y`` fitted as a gain
+    and offset of channel ``j`` of ``x`` (:func:`_per_channel`'s fit), at ``[j, k]``."""
+    mean_x, mean_y = w @ x, w @ y
+    dx, dy = x - mean_x, y - mean_y
+    variance = w @ (dx * dx)
+    covariance = (dx * w[:, None]).T @ dy  # [j, k]
+    gain = np.where(variance[:, None] > 1e-3, covariance / np.maximum(variance, 1e-3)[:, None], 1.0)
+    gain = np.clip(gain, _MIN_GAIN, 1.0 / _MIN_GAIN).astype(np.float32)
+    off = np.abs(dy[:, None, :] - dx[:, :, None] * gain[None, :, :])
+    residuals: NDArray[np.float64] = np.einsum("n,njk->jk", w, off).astype(np.float64)
+    return residuals
 
 
 def _per_channel(
