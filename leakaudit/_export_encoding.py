@@ -268,4 +268,8 @@ def write_csv(handle: IO[str], frame: pd.DataFrame) -> None:
     # terminator: with "\n" alone, a carriage return in a file name went
     # out bare and readers split the row there.
     terminator = "\r\n" if holds_carriage_return(safe) else "\n"
-    safe.to_csv(handle, index=False, header=header, lineterminator=terminator)
+    # pandas 2.0 writes a float column as values.astype(str), which numpy 1.24 (the floors)
+    # reports as an invalid cast where a cell is NaN: a RuntimeWarning on the user's
+    # terminal for an empty cell, which is written as one all the same.
+    with np.errstate(invalid="ignore"):
+        safe.to_csv(handle, index=False, header=header, lineterminator=terminator)

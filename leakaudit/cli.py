@@ -590,8 +590,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             csv.with_name(csv.stem + ".audit.csv"): result.audit_per_transform,
         }
         for path, frame in tables.items():
-            with atomic_open(path, newline="") as handle:
-                frame.to_csv(handle, index=False)
+            with atomic_open(path, newline="") as handle, np.errstate(invalid="ignore"):
+                frame.to_csv(handle, index=False)  # no NaN cast warning (write_csv)
             log.info("wrote %s", path)
     return 0
 

@@ -29,6 +29,7 @@ import pytest
 from numpy.typing import NDArray
 
 from leakaudit import LeakageReport, audit_hash_table, dhash_audit
+from leakaudit._export_encoding import write_csv
 from leakaudit.copykind import copy_kind
 from leakaudit.distances import PairDistances
 from leakaudit.export import (
@@ -857,3 +858,15 @@ def reference_report_dict(
         data["images"] = _reference_records(image_table(report))
     finite: dict[str, Any] = _reference_finite(data)
     return finite
+
+
+def test_an_empty_float_cell_is_written_without_a_warning() -> None:
+    # pandas 2.0 casts a float column with values.astype(str), which numpy 1.24 (the
+    # floors) reported as an invalid cast on NaN: a RuntimeWarning printed by every scan
+    # whose CSV held an empty float cell.
+    frame = pd.DataFrame({"distance": [1.5, float("nan")], "name": ["a", "b"]})
+    buffer = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_csv(buffer, frame)
+    assert buffer.getvalue().splitlines() == ["distance,name", "1.5,a", ",b"]
