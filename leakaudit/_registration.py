@@ -69,13 +69,12 @@ __all__ = [
     "NetPairs",
     "Registration",
     "ThumbnailCache",
-    "_gauss_newton",
-    "_masked_correlation",
-    "_warped",
     "blurred",
     "content_boxes",
     "fine_detail",
+    "gauss_newton",
     "layout_descriptors",
+    "masked_correlation",
     "mutual_nearest_between",
     "mutual_nearest_pairs",
     "nearest_in_other_groups",
@@ -85,6 +84,7 @@ __all__ = [
     "registered_pairs",
     "spectrum_descriptors",
     "tiny_thumbnails",
+    "warped_stacks",
 ]
 
 #: Images whose shorter side is at most this many pixels take the net: above it a
@@ -496,7 +496,7 @@ def _taps(
     return first, lower.astype(np.float32), (upper * inside).astype(np.float32), inside
 
 
-def _warped(
+def warped_stacks(
     stacks: Sequence[NDArray[Any]], scale: NDArray[Any], shift: NDArray[Any]
 ) -> tuple[list[NDArray[np.float32]], NDArray[np.bool_]]:
     """Each stack ``(n, side, side)`` warped by the per-image scale and shift (as
@@ -624,9 +624,9 @@ def _register_chunk(
         if factor > 1:
             a = a.reshape(n, level, factor, level, factor).mean(axis=(2, 4))
             b = b.reshape(n, level, factor, level, factor).mean(axis=(2, 4))
-        scale, shift = _gauss_newton(a, b, scale, shift / factor, steps, _MAX_SHIFT / factor)
+        scale, shift = gauss_newton(a, b, scale, shift / factor, steps, _MAX_SHIFT / factor)
         shift = shift * factor
-    (aligned,), valid = _warped([second], scale, shift)
+    (aligned,), valid = warped_stacks([second], scale, shift)
     inner = np.zeros((side, side), dtype=bool)
     inner[_MARGIN : side - _MARGIN, _MARGIN : side - _MARGIN] = True
     own = np.broadcast_to(np.arange(side, dtype=np.float32), (n, side))
@@ -635,12 +635,12 @@ def _register_chunk(
     y, _ = _source_positions(scale[:, 1], shift[:, 1], side)
     mask = valid & content & _in_boxes(x, y, boxes_b)
     overlap = mask.sum(axis=(1, 2)) / np.maximum(content.sum(axis=(1, 2)), 1).astype(np.float32)
-    correlation = _masked_correlation(first, aligned, mask)
-    detail = _masked_correlation(fine_detail(first), fine_detail(aligned), mask)
+    correlation = masked_correlation(first, aligned, mask)
+    detail = masked_correlation(fine_detail(first), fine_detail(aligned), mask)
     return correlation, detail, scale, shift, overlap.astype(np.float32)
 
 
-def _gauss_newton(
+def gauss_newton(
     a: NDArray[Any],
     b: NDArray[Any],
     scale: NDArray[Any],
@@ -659,7 +659,7 @@ def _gauss_newton(
     scale = np.asarray(scale, dtype=np.float32).copy()
     shift = np.asarray(shift, dtype=np.float32).copy()
     for _ in range(steps):
-        (sample, gx, gy), valid = _warped([b, grad_x, grad_y], scale, shift)
+        (sample, gx, gy), valid = warped_stacks([b, grad_x, grad_y], scale, shift)
         weight = valid.astype(np.float32)[..., None]
         jacobian = np.stack(
             [gx * u[None, None, :], gy * u[None, :, None], gx, gy, sample, np.ones_like(sample)],
@@ -694,7 +694,7 @@ def registered_overlaps(
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """:func:`registered_overlap` of stacks ``(n, side, side)``, pair by pair, at once."""
     found = register_pairs(first, second)
-    (warped,), valid = _warped([second], found.scale, found.shift)
+    (warped,), valid = warped_stacks([second], found.scale, found.shift)
     mask = valid.copy()
     mask[:, :_MARGIN] = mask[:, -_MARGIN:] = False
     mask[:, :, :_MARGIN] = mask[:, :, -_MARGIN:] = False
@@ -710,7 +710,7 @@ def fine_detail(images: NDArray[Any]) -> NDArray[np.float32]:
     return np.asarray(images - blurred(images), dtype=np.float32)
 
 
-def _masked_correlation(
+def masked_correlation(
     x: NDArray[Any], y: NDArray[Any], mask: NDArray[np.bool_]
 ) -> NDArray[np.float32]:
     count = np.maximum(mask.sum(axis=(1, 2)), 1)

@@ -31,19 +31,19 @@ from numpy.typing import NDArray
 from PIL import Image
 
 from leakaudit._decode import symmetric_resize
-from leakaudit._registration import _gauss_newton, _masked_correlation, _warped, blurred
+from leakaudit._registration import blurred, gauss_newton, masked_correlation, warped_stacks
 from leakaudit._verify_judge import (
-    _DETAIL_GREY,
-    _DETAIL_SIDE,
-    _MIN_DETAIL_COVERAGE,
+    DETAIL_GREY,
+    DETAIL_SIDE,
+    MIN_DETAIL_COVERAGE,
     PairVerdict,
-    _compare_grids,
-    _detail_coverage,
-    _rank,
-    _rejected_by_detail,
-    _symmetric_detail,
+    compare_grids,
     compare_unregistered,
+    detail_coverage,
     pair_background,
+    rejected_by_detail,
+    symmetric_detail,
+    verdict_rank,
 )
 from leakaudit._verify_native import distinct_applies, registered_pixel_count
 from leakaudit._verify_options import VerifyOptions
@@ -302,10 +302,10 @@ def _registered(
         level = side // factor
         a = blur_a.reshape(n, level, factor, level, factor).mean(axis=(2, 4))
         b = blur_b.reshape(n, level, factor, level, factor).mean(axis=(2, 4))
-        scale, shift = _gauss_newton(a, b, scale, shift / factor, steps, _MAX_SHIFT / factor)
+        scale, shift = gauss_newton(a, b, scale, shift / factor, steps, _MAX_SHIFT / factor)
         shift = shift * factor
-    (aligned,), valid = _warped([second], scale, shift)
-    return rows, scale, shift, _masked_correlation(first, aligned, valid)
+    (aligned,), valid = warped_stacks([second], scale, shift)
+    return rows, scale, shift, masked_correlation(first, aligned, valid)
 
 
 def _moved(
@@ -388,7 +388,7 @@ def registered_greys(
     fine-detail rule; None when either is a graphic (no grey) or either the file or the cut
     is too small (nothing finer than the grid to compare): a file under ``native_side``
     pixels on its shorter side, or a cut under ``grey_side`` (the judge's
-    :data:`~leakaudit._verify_judge._DETAIL_SIDE` and ``_DETAIL_GREY``)."""
+    :data:`~leakaudit._verify_judge.DETAIL_SIDE` and ``DETAIL_GREY``)."""
     if a.grey.size == 0 or b.grey.size == 0:
         return None
     if min(a.native_side, b.native_side) < native_side:
@@ -422,7 +422,7 @@ def registered_natives(
 
 
 def registered_verdict(a: View, b: View, options: VerifyOptions) -> PairVerdict:
-    """The judge's pixel check (``_compare_grids``, unchanged) on
+    """The judge's pixel check (``compare_grids``, unchanged) on
     the overlap of ``b`` registered onto ``a`` in its best turns (:func:`registered_frames`);
     then, on that same overlap, the judge's other two rules where they apply: the fine
     detail of two photos must agree where both hold detail above their noise, and two
@@ -432,26 +432,26 @@ def registered_verdict(a: View, b: View, options: VerifyOptions) -> PairVerdict:
     best = PairVerdict(False, "pixels", reason="registration: no overlap")
     for turn, registered in registered_frames(a, b, pair_background(a, b)):
         first = math.isnan(best.similarity)
-        verdict = _compare_grids(registered.grid_a, registered.grid_b, a, b, options)
+        verdict = compare_grids(registered.grid_a, registered.grid_b, a, b, options)
         verdict = dataclasses.replace(
             verdict, turn=turn, aligned="content" if registered.framed else "whole"
         )
         greys = None
         if verdict.accepted:
-            greys = registered_greys(a, b, turn, registered, _DETAIL_SIDE, _DETAIL_GREY)
+            greys = registered_greys(a, b, turn, registered, DETAIL_SIDE, DETAIL_GREY)
         if greys is not None:
-            both = [_detail_coverage(*greys), _detail_coverage(*greys[::-1])]
+            both = [detail_coverage(*greys), detail_coverage(*greys[::-1])]
             detail = max((c for c in both if not math.isnan(c)), default=math.nan)
             if math.isnan(detail) and registered.free:
                 # No detail above the noise in both: a copy's move is judged on the grid,
                 # a free fit is no evidence.
-                verdict = _rejected_by_detail(
+                verdict = rejected_by_detail(
                     verdict, detail, "coarse layout only: no detail to align on"
                 )
-            elif detail < _MIN_DETAIL_COVERAGE:
-                verdict = _rejected_by_detail(verdict, detail)
-            elif (turn or registered.free) and _symmetric_detail(a, b, detail):
-                verdict = _rejected_by_detail(
+            elif detail < MIN_DETAIL_COVERAGE:
+                verdict = rejected_by_detail(verdict, detail)
+            elif (turn or registered.free) and symmetric_detail(a, b, detail):
+                verdict = rejected_by_detail(
                     verdict, detail, "coarse layout only: a symmetric shape without texture"
                 )
             elif not math.isnan(detail):
@@ -476,7 +476,7 @@ def registered_verdict(a: View, b: View, options: VerifyOptions) -> PairVerdict:
                     accepted=False,
                     reason=f"differs at native resolution ({count} px)",
                 )
-        if first or _rank(verdict) > _rank(best):
+        if first or verdict_rank(verdict) > verdict_rank(best):
             best = verdict
             if best.accepted:
                 break
@@ -496,6 +496,6 @@ def compare_views(a: View, b: View, options: VerifyOptions | None = None) -> Pai
     best = compare_unregistered(a, b, options)
     if not best.accepted:
         verdict = registered_verdict(a, b, options)
-        if _rank(verdict) > _rank(best):
+        if verdict_rank(verdict) > verdict_rank(best):
             best = verdict
     return best

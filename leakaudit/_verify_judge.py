@@ -54,20 +54,20 @@ from leakaudit.hashing import (
 )
 
 __all__ = [
-    "_DETAIL_GREY",
-    "_DETAIL_SIDE",
-    "_MIN_DETAIL_COVERAGE",
+    "DETAIL_GREY",
+    "DETAIL_SIDE",
+    "MIN_DETAIL_COVERAGE",
     "PairVerdict",
-    "_compare_grids",
-    "_detail_coverage",
-    "_rank",
-    "_rejected_by_detail",
-    "_symmetric_detail",
     "colour_change",
+    "compare_grids",
     "compare_unregistered",
     "correlation",
+    "detail_coverage",
     "pair_background",
+    "rejected_by_detail",
     "strip_offsets",
+    "symmetric_detail",
+    "verdict_rank",
 ]
 
 
@@ -438,7 +438,7 @@ def compare_unregistered(a: View, b: View, options: VerifyOptions | None = None)
             verdict = _content_box_detail(
                 _whole_verdict(grid_a, grid_b, a, b, options), a, b, options
             )
-            if _rank(verdict) > _rank(best):
+            if verdict_rank(verdict) > verdict_rank(best):
                 best = verdict
                 if best.accepted:
                     return best
@@ -451,14 +451,14 @@ def compare_unregistered(a: View, b: View, options: VerifyOptions | None = None)
         for hard in ([] if masked is None else [masked]) + soft.hardened_grids:
             grid_a, grid_b = (hard, b.grid) if a.hardened_grids else (a.grid, hard)
             verdict = _whole_verdict(grid_a, grid_b, a, b, options)
-            if _rank(verdict) > _rank(best):
+            if verdict_rank(verdict) > verdict_rank(best):
                 best = verdict
                 if best.accepted:
                     return best
     for kind_a, index_a, kind_b, index_b in _alignments(a, b):
         if STRIP in (kind_a, kind_b):
             verdict = _strip_verdict(a, b, 0 if kind_a == STRIP else 1, options)
-            if _rank(verdict) > _rank(best):
+            if verdict_rank(verdict) > verdict_rank(best):
                 best = verdict
                 if best.accepted:
                     break
@@ -473,14 +473,14 @@ def compare_unregistered(a: View, b: View, options: VerifyOptions | None = None)
         elif kind_b == CROP and kind_a in (AS_IS, WHOLE):
             grid_b = _refined_crop(b, index_b, grid_a, grid_b, pair_background(a, b))
             factor = _REFINED_CHANGED_FACTOR
-        verdict = _compare_grids(grid_a, grid_b, a, b, options, changed_factor=factor)
+        verdict = compare_grids(grid_a, grid_b, a, b, options, changed_factor=factor)
         verdict = dataclasses.replace(verdict, aligned=_aligned_name(kind_a, kind_b))
         rotated = None
         if ROTATION in (kind_a, kind_b):
             side = 0 if kind_a == ROTATION else 1
             rotated = (side, CROP_ROTATIONS[index_a if side == 0 else index_b])
         verdict = _with_detail(verdict, a, b, rotated)
-        if _rank(verdict) > _rank(best):
+        if verdict_rank(verdict) > verdict_rank(best):
             best = verdict
             if best.accepted:
                 break
@@ -504,7 +504,7 @@ def _strip_verdict(a: View, b: View, side: int, options: VerifyOptions) -> PairV
     The wide (or tall) image's strip that best correlates in luma with the other
     image is found along its whole length (at its own aspect, 48 pixels across),
     compared on the grid like a refined crop, and, as a partial match, decided by
-    the fine detail of the two grey images (:func:`_detail_coverage`) with the
+    the fine detail of the two grey images (:func:`detail_coverage`) with the
     landscape cut to that strip: a strip is not linked where that cannot be measured.
     """
     wide, other = (a, b) if side == 0 else (b, a)
@@ -539,20 +539,20 @@ def _strip_verdict(a: View, b: View, side: int, options: VerifyOptions) -> PairV
     if tall:
         grid = grid.transpose(1, 0, 2)
     grids = (grid, b.grid) if side == 0 else (a.grid, grid)
-    verdict = _compare_grids(*grids, a, b, options, changed_factor=_REFINED_CHANGED_FACTOR)
+    verdict = compare_grids(*grids, a, b, options, changed_factor=_REFINED_CHANGED_FACTOR)
     verdict = dataclasses.replace(verdict, aligned="crop")
     if not verdict.accepted:
         return verdict
     detail = _strip_detail(wide.strip_grey, other.grey, x0 / width, strip_width / width, tall)
-    if detail is not None and detail >= _MIN_DETAIL_COVERAGE:
+    if detail is not None and detail >= MIN_DETAIL_COVERAGE:
         return dataclasses.replace(verdict, detail=detail)
     if detail is None:
-        return _rejected_by_detail(verdict, math.nan, "strip: too small for the fine-detail rule")
+        return rejected_by_detail(verdict, math.nan, "strip: too small for the fine-detail rule")
     if math.isnan(detail):
         # A strip slides freely along the picture: with no detail to pin it, the
         # coarse fit is no evidence (tiles of one smooth picture fit anywhere).
-        return _rejected_by_detail(verdict, detail, "coarse layout only: no detail to align on")
-    return _rejected_by_detail(verdict, detail)
+        return rejected_by_detail(verdict, detail, "coarse layout only: no detail to align on")
+    return rejected_by_detail(verdict, detail)
 
 
 def _strip_detail(
@@ -573,12 +573,12 @@ def _strip_detail(
     pair = np.stack(
         [np.asarray(g.resize((side, side), Image.Resampling.BILINEAR), np.float32) for g in greys]
     )
-    both = [_detail_coverage(pair[0], pair[1]), _detail_coverage(pair[1], pair[0])]
+    both = [detail_coverage(pair[0], pair[1]), detail_coverage(pair[1], pair[0])]
     return max((c for c in both if not math.isnan(c)), default=math.nan)
 
 
 #: The smallest side at which a strip match's fine detail is compared (else it is not
-#: linked). Below :data:`_DETAIL_SIDE`: the verifier decodes a lossless picture reduced
+#: linked). Below :data:`DETAIL_SIDE`: the verifier decodes a lossless picture reduced
 #: to about 96 pixels on its shorter side, where a 9:16 strip is 54 wide; 48 still holds
 #: 12-pixel blocks, finer than the 24 x 24 grid. Generated data only
 #: (tests/test_strip_entries.py, ``bench_quality.py --failures``); not varied.
@@ -605,7 +605,7 @@ def _whole_verdict(
     code = int(np.argmax(turns @ (luma_a - luma_a.mean())))
     turned_rgb_b = turned_grid(rgb_b.reshape(*grid_b.shape[:2], 3), code).reshape(-1, 3)
     turned = turned_grid(grid_b, code)
-    verdict = _compare_grids(grid_a, turned, a, b, options, rgb=(rgb_a, turned_rgb_b))
+    verdict = compare_grids(grid_a, turned, a, b, options, rgb=(rgb_a, turned_rgb_b))
     verdict = dataclasses.replace(verdict, turn=code)
     # A turn aligns the coarse layout of look-alikes (the quadrants of a symmetric
     # picture). A whole match after trimming a padding is not a partial one: a padded
@@ -625,7 +625,7 @@ def _content_box_only(a: View, b: View, turn: int, options: VerifyOptions) -> bo
     match is a whole one (a copy trimmed as its original was)."""
     if a.full_grid is None or b.full_grid is None:
         return False
-    untrimmed = _compare_grids(a.full_grid, turned_grid(b.full_grid, turn), a, b, options)
+    untrimmed = compare_grids(a.full_grid, turned_grid(b.full_grid, turn), a, b, options)
     return not untrimmed.accepted
 
 
@@ -650,9 +650,9 @@ def _recoloured_layout(verdict: PairVerdict, a: View, b: View) -> PairVerdict:
     ):
         return verdict
     detail = _fine_detail_agreement(a, b, verdict.turn)
-    if detail is None or math.isnan(detail) or detail >= _MIN_DETAIL_COVERAGE:
+    if detail is None or math.isnan(detail) or detail >= MIN_DETAIL_COVERAGE:
         return verdict
-    return _rejected_by_detail(
+    return rejected_by_detail(
         verdict, detail, f"recoloured layout only: fine detail differs ({detail:.2f})"
     )
 
@@ -678,12 +678,12 @@ def _content_box_detail(
 #: 24 x 24 grid, where a large photo's detail (texture, grain) is still there. RESULTS
 #: §19: on CIFAR-10 (real, 32 px) the grid holds no finer detail (same-shot pairs' grid
 #: detail correlation down to 0.28); 64 itself was not varied.
-_DETAIL_SIDE = 64
+DETAIL_SIDE = 64
 #: The smallest grey image the fine-detail rule reads: twice the grid's side, so that it
 #: holds detail finer than the grid. Before, the grey image itself had to reach
-#: :data:`_DETAIL_SIDE`, and the trimmed quadrants of 400 px discs (grey 63 px, decoded
+#: :data:`DETAIL_SIDE`, and the trimmed quadrants of 400 px discs (grey 63 px, decoded
 #: at a quarter) escaped the rule: ``bench_quality.py --failures`` (generated discs).
-_DETAIL_GREY = 2 * GRID
+DETAIL_GREY = 2 * GRID
 
 
 def _fine_detail_agreement(
@@ -698,11 +698,11 @@ def _fine_detail_agreement(
     a turn, at grid similarity 1.00; their fine detail does not line up. ``b``'s grey
     image is turned by ``turn`` (and the ``rotated`` side, 0 for ``a`` and 1 for
     ``b``, turned by its rotation entry's angle and cut to its centre), both are
-    resized to the smaller one's shorter side (at least :data:`_DETAIL_SIDE`),
+    resized to the smaller one's shorter side (at least :data:`DETAIL_SIDE`),
     registered both ways (a scale and shift per axis absorb a crop or a pad), and the
-    better direction's share of agreeing blocks (:func:`_detail_coverage`) is
+    better direction's share of agreeing blocks (:func:`detail_coverage`) is
     returned. Graphics keep no grey image (their native check is
-    :func:`distinct_pixel_count`); photos under :data:`_DETAIL_SIDE` pixels have no
+    :func:`distinct_pixel_count`); photos under :data:`DETAIL_SIDE` pixels have no
     detail finer than the grid.
     """
     if a.grey.size == 0 or b.grey.size == 0:
@@ -711,7 +711,7 @@ def _fine_detail_agreement(
     # image, decoded reduced (a 400 px JPEG at 100 px, its trimmed quadrant at 63),
     # must only be finer than the grid to show it. Unknown native sides: the grey's.
     native = min(a.native_side, b.native_side) or min(*a.grey.shape, *b.grey.shape)
-    if native < _DETAIL_SIDE or min(*a.grey.shape, *b.grey.shape) < _DETAIL_GREY:
+    if native < DETAIL_SIDE or min(*a.grey.shape, *b.grey.shape) < DETAIL_GREY:
         return None
     greys = [Image.fromarray(a.grey), Image.fromarray(turned_view(b.grey, None, turn)[0])]
     if rotated is not None:
@@ -725,7 +725,7 @@ def _fine_detail_agreement(
     pair = np.stack(
         [np.asarray(g.resize((side, side), Image.Resampling.BILINEAR), np.float32) for g in greys]
     )
-    both = [_detail_coverage(pair[0], pair[1]), _detail_coverage(pair[1], pair[0])]
+    both = [detail_coverage(pair[0], pair[1]), detail_coverage(pair[1], pair[0])]
     return max((c for c in both if not math.isnan(c)), default=math.nan)
 
 
@@ -745,10 +745,10 @@ _DETAIL_BLOCKS = 4
 #: levels) in both images: JPEG's ripple on a flat or smooth area stays under it.
 #: Stated in RESULTS §19, not varied there.
 _DETAIL_LEVEL = 1.0
-_MIN_DETAIL_COVERAGE = 0.5
+MIN_DETAIL_COVERAGE = 0.5
 
 
-def _detail_coverage(first: NDArray[np.float32], second: NDArray[np.float32]) -> float:
+def detail_coverage(first: NDArray[np.float32], second: NDArray[np.float32]) -> float:
     """The share of the registered overlap's blocks in which fine detail agrees.
 
     ``second`` is registered onto ``first`` (:func:`leakaudit._registration.register_pairs`);
@@ -765,7 +765,7 @@ def _detail_coverage(first: NDArray[np.float32], second: NDArray[np.float32]) ->
 def _block_coverage(
     first: NDArray[np.float32], aligned: NDArray[np.float32], mask: NDArray[np.bool_]
 ) -> float:
-    """:func:`_detail_coverage` of ``first`` and a registered ``aligned`` over ``mask``."""
+    """:func:`detail_coverage` of ``first`` and a registered ``aligned`` over ``mask``."""
     side = first.shape[0]
     detail_a = fine_detail(first[None])[0]
     detail_b = fine_detail(aligned[None])[0]
@@ -812,19 +812,19 @@ def _with_detail(
         # allows anywhere: with no detail to pin it, the fit is no evidence.
         if not free:
             return verdict
-        return _rejected_by_detail(verdict, detail, "coarse layout only: no detail to align on")
-    if detail < _MIN_DETAIL_COVERAGE:
-        return _rejected_by_detail(verdict, detail)
-    if free and _symmetric_detail(a, b, detail):
+        return rejected_by_detail(verdict, detail, "coarse layout only: no detail to align on")
+    if detail < MIN_DETAIL_COVERAGE:
+        return rejected_by_detail(verdict, detail)
+    if free and symmetric_detail(a, b, detail):
         # Only a free alignment can pair a symmetric shape's parts (quadrants of two discs);
         # a whole turn of a symmetric picture is a copy of it.
-        return _rejected_by_detail(
+        return rejected_by_detail(
             verdict, detail, "coarse layout only: a symmetric shape without texture"
         )
     return dataclasses.replace(verdict, detail=detail)
 
 
-def _rejected_by_detail(
+def rejected_by_detail(
     verdict: PairVerdict, detail: float, reason: str | None = None
 ) -> PairVerdict:
     """``verdict`` turned down by the fine-detail rule (the pixel stage's), with
@@ -838,7 +838,7 @@ def _rejected_by_detail(
     )
 
 
-def _symmetric_detail(a: View, b: View, detail: float) -> bool:
+def symmetric_detail(a: View, b: View, detail: float) -> bool:
     """Whether either image's fine detail agrees with its own turn (of 7, not the
     identity) as well as the pair's does (``detail``).
 
@@ -878,7 +878,7 @@ def _self_turn_detail(view: View) -> float | None:
         return None if view.self_turn_detail < 0 else view.self_turn_detail
     grey = view.grey
     native = view.native_side or min(grey.shape, default=0)
-    if grey.size == 0 or native < _DETAIL_SIDE or min(grey.shape) < _DETAIL_GREY:
+    if grey.size == 0 or native < DETAIL_SIDE or min(grey.shape) < DETAIL_GREY:
         view.self_turn_detail = -1.0
         return None
     side = min(grey.shape) // 4 * 4
@@ -918,12 +918,12 @@ def pair_background(a: View, b: View) -> NDArray[np.float32]:
     return np.array([255.0, 255.0, 255.0], dtype=np.float32)
 
 
-def _rank(verdict: PairVerdict) -> tuple[int, float]:
+def verdict_rank(verdict: PairVerdict) -> tuple[int, float]:
     order = 2 if verdict.accepted else 1 if verdict.stage == "open" else 0
     return order, verdict.similarity
 
 
-def _compare_grids(
+def compare_grids(
     grid_a: NDArray[np.float32],
     grid_b: NDArray[np.float32],
     a: View,
@@ -961,7 +961,7 @@ def _compare_grids(
             (flattened(grid_a, other), flattened(grid_b, other)),
             other,
         )
-        if _rank(verdict) > _rank(best):
+        if verdict_rank(verdict) > verdict_rank(best):
             best = verdict
     return best
 
@@ -980,7 +980,7 @@ def _compare_flattened(
     rgb: tuple[NDArray[np.float32], NDArray[np.float32]],
     background: NDArray[np.float32],
 ) -> PairVerdict:
-    """:func:`_compare_grids` with the grids flattened onto ``background`` (``rgb``)."""
+    """:func:`compare_grids` with the grids flattened onto ``background`` (``rgb``)."""
     rgb_a, rgb_b = rgb
     similarity = correlation(rgb_a @ LUMA, rgb_b @ LUMA)
     graphic = a.graphic or b.graphic
@@ -1018,7 +1018,7 @@ def _compare_flattened(
         # A lossy copy of a small image carries colour noise of its own: what a JPEG q50
         # copy of either image leaves is explained by the edit.
         def judge(first: View, second: View) -> PairVerdict:
-            return _compare_grids(first.grid, second.grid, first, second, options)
+            return compare_grids(first.grid, second.grid, first, second, options)
 
         noise = np.maximum(reencoded_noise(a, judge), reencoded_noise(b, judge))
         limits = dataclasses.replace(

@@ -98,14 +98,8 @@ def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> in
     native_a, native_b = _native_rgba(a, side), _native_rgba(b, side)
     first = flattened(native_a, background).reshape(side, side, 3)
     second = flattened(native_b, background).reshape(side, side, 3)
-    own_a = background if a.has_alpha else a.border
-    own_b = background if b.has_alpha else b.border
-    # The outer tenth on each side is left out: copies differ there (a rotation's fill,
-    # a re-crop, transparent corners flattened onto a colour); a badge sits inside.
-    margin = round(_DISTINCT_MARGIN * side)
-    inside = np.zeros((side, side), dtype=bool)
-    inside[margin : side - margin, margin : side - margin] = True
-    off_a = inside & (np.abs(first - own_a).max(axis=2) >= _DISTINCT_BACKGROUND)
+    own_b = _own_background(b, background)
+    off_a = _figure_inside(first, _own_background(a, background))
     # One transparent, one opaque: the opaque one may be the other flattened onto any
     # colour, so what is transparent in the one says nothing.
     seen = None
@@ -115,7 +109,7 @@ def distinct_pixel_count(a: View, b: View, turn: int, stop_below: int = 1) -> in
     # The grid's own turn first: when it already finds few, the others need not run.
     for code in [turn, *(c for c in range(8) if c != turn)]:
         turned = np.ascontiguousarray(turned_grid(second, code))
-        use = off_a | (inside & (np.abs(turned - own_b).max(axis=2) >= _DISTINCT_BACKGROUND))
+        use = off_a | _figure_inside(turned, own_b)
         if seen is not None:
             opaque = seen if a.has_alpha else turned_grid(seen[..., None], code)[..., 0]
             use &= opaque >= 128
@@ -135,17 +129,31 @@ def registered_pixel_count(
     side = first.shape[0]
     flat_a = flattened(first, background).reshape(side, side, 3)
     flat_b = flattened(second, background).reshape(side, side, 3)
-    own_a = background if a.has_alpha else a.border
-    own_b = background if b.has_alpha else b.border
-    margin = round(_DISTINCT_MARGIN * side)
-    use = np.zeros((side, side), dtype=bool)
-    use[margin : side - margin, margin : side - margin] = True
-    use &= (np.abs(flat_a - own_a).max(axis=2) >= _DISTINCT_BACKGROUND) | (
-        np.abs(flat_b - own_b).max(axis=2) >= _DISTINCT_BACKGROUND
+    use = _figure_inside(flat_a, _own_background(a, background)) | _figure_inside(
+        flat_b, _own_background(b, background)
     )
     if a.has_alpha != b.has_alpha:
         use &= (first if a.has_alpha else second)[..., 3] >= 128
     return _strong_differences(flat_a, flat_b, use)
+
+
+def _own_background(view: View, background: NDArray[np.float32]) -> NDArray[np.float32]:
+    """What counts as ``view``'s background once flattened onto ``background``: that, for
+    an image with transparency, else its own border colour."""
+    return background if view.has_alpha else view.border
+
+
+def _figure_inside(flat: NDArray[np.float32], own: NDArray[np.float32]) -> NDArray[np.bool_]:
+    """Pixels of a flattened square image (side, side, 3) off its background ``own`` by
+    :data:`_DISTINCT_BACKGROUND` at least, less the outer tenth on each side: copies
+    differ there (a rotation's fill, a re-crop, transparent corners flattened onto a
+    colour); a badge sits inside."""
+    side = flat.shape[0]
+    margin = round(_DISTINCT_MARGIN * side)
+    inside = np.zeros(flat.shape[:2], dtype=bool)
+    inside[margin : side - margin, margin : side - margin] = True
+    figure: NDArray[np.bool_] = inside & (np.abs(flat - own).max(axis=2) >= _DISTINCT_BACKGROUND)
+    return figure
 
 
 def _same_pixels_kind(a: View, b: View, turn: int) -> bool:

@@ -301,7 +301,7 @@ def load_view(
     to_native = min(original_size) / max(1, min(rgba.size))
     native_side = round(min(box[2] - box[0], box[3] - box[1]) * to_native)
     native_size = (round((box[2] - box[0]) * to_native), round((box[3] - box[1]) * to_native))
-    # Only photos go on to local features (see _compare_grids): graphics keep no grey image.
+    # Only photos go on to local features (see compare_grids): graphics keep no grey image.
     geometry_grey = np.zeros((0, 0), dtype=np.uint8)
     if not graphic:
         grey_image = flatten_rgba(region, options.background)
