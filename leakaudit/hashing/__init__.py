@@ -108,6 +108,8 @@ from leakaudit.hashing._maths import (
     _lanczos,
     _lanczos_taps,
     _lanczos_weights,
+    _lanczos_weights_reference,
+    _numpy_sine_is_libm,
     _pillow_pass_order,
     _row_medians,
     _thumbnails,

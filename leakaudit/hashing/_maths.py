@@ -144,6 +144,73 @@ def _lanczos_weights(
 ) -> NDArray[np.float64]:
     """Pillow's Lanczos coefficients for ``in_size -> out_size`` as an (out, in) matrix.
 
+    ``span`` is the ``(start, stop)`` of the box along this axis (``resize``'s ``box``,
+    which may be fractional); None means ``(0, in_size)``. Computed for all outputs at
+    once, by the same double operations in the same order as
+    :func:`_lanczos_weights_reference` (which documents them): numpy's elementwise
+    arithmetic rounds as Python's does, a cumulative sum adds in order as the C loop
+    does, and the sine is checked once per process to be libm's (else the reference
+    runs). A box the hashes resample (an image's content, each crop entry) makes new
+    weights: this was most of the cost of the crop entries (RESULTS 45).
+    """
+    if not _numpy_sine_is_libm():
+        return _lanczos_weights_reference(in_size, out_size, span)
+    if span is None:
+        start, scale = 0.0, in_size / out_size
+    else:
+        low, high = np.float32(span[0]), np.float32(span[1])
+        start, scale = float(low), float(high - low) / out_size
+    filterscale = max(scale, 1.0)
+    support = _LANCZOS_SUPPORT * filterscale
+    inverse = 1.0 / filterscale
+    center = start + (np.arange(out_size, dtype=np.float64) + 0.5) * scale
+    first = np.maximum(np.trunc(center - support + 0.5), 0).astype(np.int64)
+    stop = np.minimum(np.trunc(center + support + 0.5), in_size).astype(np.int64)
+    width = max(int((stop - first).max(initial=0)), 0)
+    matrix = np.zeros((out_size, in_size), dtype=np.float64)
+    if width == 0:
+        matrix.flags.writeable = False
+        return matrix
+    x = first[:, None] + np.arange(width)[None, :]
+    used = x < stop[:, None]
+    t = ((x - center[:, None]) + 0.5) * inverse
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = t * math.pi
+        near = np.where(t == 0.0, 1.0, np.sin(u) / u)
+        v = t / 3.0
+        w = v * math.pi
+        far = np.where(v == 0.0, 1.0, np.sin(w) / w)
+    taps = np.where(used & (t >= -3.0) & (t < 3.0), near * far, 0.0)
+    total = np.cumsum(taps, axis=1)[:, -1]  # in order, as the C loop sums
+    taps = np.where(
+        (total != 0.0)[:, None], taps / np.where(total != 0.0, total, 1.0)[:, None], taps
+    )
+    scaled = taps * _FIXED_ONE
+    fixed = np.where(taps >= 0, np.trunc(0.5 + scaled), np.trunc(-0.5 + scaled))
+    rows, offsets = np.nonzero(used)
+    matrix[rows, x[rows, offsets]] = fixed[rows, offsets]
+    matrix /= _FIXED_ONE
+    matrix.flags.writeable = False
+    return matrix
+
+
+@lru_cache(maxsize=1)
+def _numpy_sine_is_libm() -> bool:
+    """Whether numpy's float64 sine gives libm's (``math.sin``) bits on this machine, on
+    the arguments the Lanczos taps take (SIMD builds may differ in the last bit)."""
+    grid = np.linspace(-3.0 * math.pi, 3.0 * math.pi, 4099)
+    grid = np.concatenate([grid, grid * 0.3183, grid / 3.0 + 1e-7])
+    return bool(np.array_equal(np.sin(grid), np.array([math.sin(value) for value in grid])))
+
+
+def _lanczos_weights_reference(
+    in_size: int, out_size: int, span: tuple[float, float] | None = None
+) -> NDArray[np.float64]:
+    """:func:`_lanczos_weights`, one coefficient at a time in Python (the oracle its
+    vectorised form is tested against, and its fallback where numpy's sine is not libm's).
+
+    Pillow's Lanczos coefficients for ``in_size -> out_size`` as an (out, in) matrix.
+
     ``span`` is the ``(start, stop)`` of the box along this axis (``resize``'s
     ``box``, which may be fractional); None means ``(0, in_size)``.
 
