@@ -29,7 +29,7 @@ from itertools import permutations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["LUMA", "mapped_colours"]
+__all__ = ["LUMA", "mapped_before_flattening", "mapped_colours"]
 
 #: Rec. 601 luma weights.
 LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)
@@ -246,3 +246,48 @@ _TONE_OUTLIERS = 0.05
 #: to test: a tone whose blacks are lifted by up to 20 levels (toned film) puts a colour of
 #: this length up to 18 degrees off the grey axis, and JPEG noise turns darker ones further.
 _TONE_DARK = 64.0
+
+
+#: Pixels at least this opaque in both images carry their colours (a fringe's colour is
+#: mostly what it is flattened onto).
+SOLID_ALPHA = 128.0
+
+
+def mapped_before_flattening(
+    rgba_a: NDArray[np.float32], rgba_b: NDArray[np.float32], background: NDArray[np.float32]
+) -> tuple[NDArray[np.float32], NDArray[np.float32]] | None:
+    """``(fitted, target)`` as :func:`mapped_colours` gives them, flattened onto
+    ``background`` (shape (pixels, 3)), with the map fitted on the straight colours of the
+    pixels solid in both images (alpha at least :data:`SOLID_ALPHA`) and applied before
+    flattening. A colour edit of an image with transparency acts on its colours, not on
+    what shows through: flattened, a darker copy's white page goes grey while the white it
+    lies on stays white, and a soft shadow stays as it was, which no map of the flattened
+    colours explains. None when fewer than 16 pixels are solid in both.
+
+    ``rgba_a``, ``rgba_b``: aligned RGBA pixels, shape (..., 4), one shape.
+    """
+    a, b = rgba_a.reshape(-1, 4), rgba_b.reshape(-1, 4)
+    solid = (a[:, 3] >= SOLID_ALPHA) & (b[:, 3] >= SOLID_ALPHA)
+    if np.count_nonzero(solid) < 16:
+        return None
+    colours_a, colours_b = a[solid, :3], b[solid, :3]
+    fitted, target = mapped_colours(colours_a, colours_b, opaque=np.ones(len(colours_a), bool))
+    source, other = (a, b) if target is colours_b else (b, a)
+    # Every member of the family is affine in the colours: refitted by least squares on
+    # the solid pixels, the map is applied to every pixel's straight colour.
+    design = np.concatenate([source[solid, :3], np.ones((len(fitted), 1), np.float32)], axis=1)
+    coef = np.linalg.lstsq(design, fitted, rcond=None)[0]
+    whole = np.concatenate([source[:, :3], np.ones((len(source), 1), np.float32)], axis=1)
+    mapped = np.clip(whole @ coef, 0.0, 255.0).astype(np.float32)
+    return _flattened(mapped, source[:, 3], background), _flattened(
+        other[:, :3], other[:, 3], background
+    )
+
+
+def _flattened(
+    colours: NDArray[np.float32], alpha: NDArray[np.float32], background: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """Straight ``colours`` (pixels, 3) with ``alpha`` (pixels,) composited onto ``background``."""
+    weight = (alpha / 255.0)[:, None]
+    flat: NDArray[np.float32] = (colours * weight + background * (1.0 - weight)).astype(np.float32)
+    return flat

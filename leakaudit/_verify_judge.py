@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from leakaudit._colour_map import mapped_colours
+from leakaudit._colour_map import mapped_before_flattening, mapped_colours
 from leakaudit._registration import MIN_DETAIL, fine_detail, registered_overlap, registered_overlaps
 from leakaudit._verify_candidates import (
     AS_IS,
@@ -966,6 +966,11 @@ def compare_grids(
     return best
 
 
+def _soft_alpha(view: View) -> bool:
+    """Whether ``view`` has transparency with levels between clear and opaque."""
+    return view.has_alpha and not view.binary_alpha
+
+
 _WHITE = np.full(3, 255.0, np.float32)
 _BLACK = np.zeros(3, np.float32)
 
@@ -992,6 +997,16 @@ def _compare_flattened(
     if (a.has_alpha or b.has_alpha) and grid_a.shape[-1] == 4 and grid_b.shape[-1] == 4:
         alpha_weighted = (premultiplied(grid_a), premultiplied(grid_b))
     fitted, target = mapped_colours(rgb_a, rgb_b, weight, premultiplied=alpha_weighted)
+    if alpha_weighted is not None and _soft_alpha(a) and _soft_alpha(b):
+        # Both with soft transparency (shadows, fringes): flattening mixes the background
+        # into their colours, so the map may act before it (a darker icon with a soft
+        # shadow); the route that explains more is kept. With 1-bit alpha flattening mixes
+        # nothing and the flattened map is the map.
+        before = mapped_before_flattening(grid_a, grid_b, background)
+        if before is not None and _weighted_mean(
+            np.abs(before[1] - before[0]).sum(axis=1), weight
+        ) < _weighted_mean(np.abs(target - fitted).sum(axis=1), weight):
+            fitted, target = before
     similarity = max(similarity, correlation(fitted @ LUMA, target @ LUMA))
     if similarity < min(limits.geometry_correlation, limits.min_correlation):
         # Rejected whatever the colours and silhouettes say: spare their cost.

@@ -25,11 +25,13 @@ __all__ = ["moved_part_count"]
 #: 1-3 pixels (issue 36's edits).
 _MAX_SHIFT = 3
 
-#: A pixel differs strongly when it is this far off in some channel after the shift and
-#: the colour map, and counts when it is this far from the background in either image
-#: (the native check's levels, :mod:`leakaudit._verify_native`).
+#: A pixel differs strongly when it is this far off in some channel (its opacity, or a
+#: colour where both are solid) after the shift and the colour map (the native check's
+#: level, :mod:`leakaudit._verify_native`).
 _LEVEL = 96.0
-_BACKGROUND = 24.0
+#: Pixels at least this opaque in both images are compared by their colours; the others
+#: by their opacity alone (a fringe's colour is mostly the background's).
+_SOLID = 128.0
 
 #: Rotations tried (degrees, each way, in steps of :data:`_ANGLE_STEP`) before a change is
 #: counted: a rotated copy keeps its canvas (issue 36: rotations of 2-10 degrees).
@@ -132,18 +134,22 @@ def _off_pixels(
     if best is None:
         return np.zeros((0, 0), dtype=bool)
     _, dx, dy = best
-    x, y = _overlap(flat_a, flat_b, dx, dy)
+    x, y = _overlap(first, second, dx, dy)
     shape = x.shape[:2]
-    x, y = x.reshape(-1, 3), y.reshape(-1, 3)
-    # A toned copy's tone is fitted where both are opaque (the fringe was flattened onto
-    # the background, which the tone did not reach).
-    seen_a, seen_b = _overlap(first[..., 3], second[..., 3], dx, dy)
-    fitted, target = mapped_colours(x, y, opaque=((seen_a > 250) & (seen_b > 250)).reshape(-1))
-    off = np.abs(target - fitted).max(axis=1)
-    foreground = (np.abs(x - background).max(axis=1) >= _BACKGROUND) | (
-        np.abs(y - background).max(axis=1) >= _BACKGROUND
-    )
-    strong: NDArray[np.bool_] = ((off > _LEVEL) & foreground).reshape(shape)
+    x, y = x.reshape(-1, 4), y.reshape(-1, 4)
+    # A global colour edit acts on the colours, not on what is transparent: the map is
+    # fitted and tested on the straight colours of the pixels solid in both (flattened,
+    # a darker copy's white page went grey while the white it was flattened onto stayed
+    # white, and a soft shadow stayed as it was: no map explains both). What is solid in
+    # one image only is a part that moved or changed.
+    solid = (x[:, 3] >= _SOLID) & (y[:, 3] >= _SOLID)
+    off = np.zeros(len(x), np.float32)
+    if np.count_nonzero(solid) >= 16:
+        colours_a, colours_b = x[solid, :3], y[solid, :3]
+        fitted, target = mapped_colours(colours_a, colours_b, opaque=np.ones(len(colours_a), bool))
+        off[solid] = np.abs(target - fitted).max(axis=1)
+    off = np.maximum(off, np.abs(x[:, 3] - y[:, 3]))
+    strong: NDArray[np.bool_] = (off > _LEVEL).reshape(shape)
     return strong
 
 
