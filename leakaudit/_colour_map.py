@@ -29,7 +29,7 @@ from itertools import permutations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["LUMA", "mapped_before_flattening", "mapped_colours"]
+__all__ = ["LUMA", "SOLID_ALPHA", "mapped_before_flattening", "mapped_colours"]
 
 #: Rec. 601 luma weights.
 LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)

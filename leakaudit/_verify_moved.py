@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 from PIL import Image
 
-from leakaudit._colour_map import mapped_colours
+from leakaudit._colour_map import SOLID_ALPHA, mapped_colours
 from leakaudit._verify_view import LUMA, View, flattened, turned_grid
 
 __all__ = ["moved_part_count"]
@@ -29,9 +29,6 @@ _MAX_SHIFT = 3
 #: colour where both are solid) after the shift and the colour map (the native check's
 #: level, :mod:`leakaudit._verify_native`).
 _LEVEL = 96.0
-#: Pixels at least this opaque in both images are compared by their colours; the others
-#: by their opacity alone (a fringe's colour is mostly the background's).
-_SOLID = 128.0
 
 #: Rotations tried (degrees, each way, in steps of :data:`_ANGLE_STEP`) before a change is
 #: counted: a rotated copy keeps its canvas (issue 36: rotations of 2-10 degrees).
@@ -142,7 +139,7 @@ def _off_pixels(
     # a darker copy's white page went grey while the white it was flattened onto stayed
     # white, and a soft shadow stayed as it was: no map explains both). What is solid in
     # one image only is a part that moved or changed.
-    solid = (x[:, 3] >= _SOLID) & (y[:, 3] >= _SOLID)
+    solid = (x[:, 3] >= SOLID_ALPHA) & (y[:, 3] >= SOLID_ALPHA)
     off = np.zeros(len(x), np.float32)
     if np.count_nonzero(solid) >= 16:
         colours_a, colours_b = x[solid, :3], y[solid, :3]
